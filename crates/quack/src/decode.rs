@@ -1,0 +1,455 @@
+//! Decoding a quACK difference into the missing multiset.
+//!
+//! The difference of the sender's and the receiver's power sums is the power
+//! sums `d_1 ..= d_m` of the `m` missing identifiers (`m` is the difference of
+//! the counts). Newton's identities turn them into the coefficients of the
+//! monic polynomial whose roots are exactly the missing identifiers,
+//! `c_k = -(1/k) * sum_{i=1..k} c_{k-i} d_i` (O(m^2), with precomputed
+//! inverses). The decoder then evaluates the polynomial at every candidate
+//! the sender knows it sent, `BATCH` candidates at a time (O(n m)), as the
+//! paper does: for the sizes that occur (n, m up to a few hundred) this beats
+//! factoring.
+//!
+//! Multiplicity: if the roots found are `m` distinct values, the polynomial
+//! is their product and each is missing once. Otherwise a root may be
+//! missing several times, or some missing identifier is not a candidate; the
+//! decoder then divides the polynomial by `(x - r)` as long as `r` stays a
+//! root, up to the number of times `r` was sent, and checks that the
+//! multiplicities add up to `m`.
+//!
+//! Verification: the decode uses only `d_1 ..= d_m`; the sums beyond them
+//! must be the power sums of the identifiers found, or the difference was
+//! not what it seemed (`Inconsistent`). Without this check a difference that
+//! is not a sub-multiset of the candidates decodes falsely whenever the
+//! polynomial happens to have `m` roots among them.
+
+use crate::field::Field;
+use crate::lanes::{BATCH, eval_monic};
+use crate::power_sum::Quack;
+
+/// Why a quACK difference does not decode. Every case is an ordinary outcome
+/// on a real path (the sender answers it with a reset), never a panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// More identifiers are missing than there are power sums to solve for.
+    #[error("{missing} identifiers are missing but the quACK carries only {sums} power sums")]
+    TooManyMissing {
+        /// The number of missing identifiers (the count difference).
+        missing: u32,
+        /// The number of power sums available (the threshold, or fewer if
+        /// the quACK was truncated).
+        sums: usize,
+    },
+    /// The receiver counted more identifiers than the sender has sent: its
+    /// count wrapped, it has not yet applied a reset, or the sender's log is
+    /// behind.
+    #[error("the receiver counted {ahead} more identifiers than the sender sent")]
+    CountWentBackwards {
+        /// By how many the receiver's count is ahead.
+        ahead: u32,
+    },
+    /// Some missing identifiers are not among the candidates.
+    #[error("{unexplained} of {missing} missing identifiers are not among the candidates")]
+    NotInCandidates {
+        /// The number of missing identifiers.
+        missing: u32,
+        /// How many of them no candidate accounts for.
+        unexplained: u32,
+    },
+    /// Nothing is missing by count, yet the power sums differ: the two sides
+    /// did not see the same identifiers.
+    #[error("no identifier is missing by count but the power sums differ")]
+    Inconsistent,
+}
+
+/// The outcome of a decode, as positions in the candidate list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Missing {
+    /// Positions of the missing candidates, ascending. When an identifier was
+    /// sent several times and only some copies are missing, the earliest
+    /// copies are listed.
+    pub indices: Vec<usize>,
+    /// Positions of every candidate whose identifier is missing some but not
+    /// all of the times it was sent: which copy is missing is unknowable
+    /// (the paper's "indeterminate"). Ascending.
+    pub collided: Vec<usize>,
+}
+
+impl Missing {
+    fn clear(&mut self) {
+        self.indices.clear();
+        self.collided.clear();
+    }
+}
+
+/// A decoder with reusable scratch space, so that decoding allocates nothing
+/// once warm.
+#[derive(Clone, Debug, Default)]
+pub struct Decoder {
+    coeffs: Vec<u64>,
+    roots: Vec<(u64, usize)>,
+}
+
+impl Decoder {
+    /// A decoder with empty scratch space.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes `diff` (the sender's quACK minus the receiver's) against the
+    /// identifiers the sender sent, writing the positions of the missing ones
+    /// into `out`.
+    pub fn decode<F: Field>(
+        &mut self,
+        diff: &Quack<F>,
+        candidates: &[F::Id],
+        out: &mut Missing,
+    ) -> Result<(), DecodeError> {
+        out.clear();
+        let m = missing_count(diff)?;
+        if m == 0 {
+            return if diff.sums.iter().all(|&s| s == 0) {
+                Ok(())
+            } else {
+                Err(DecodeError::Inconsistent)
+            };
+        }
+        newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
+        self.find_roots::<F>(candidates);
+        if self.roots.len() == m && self.roots_distinct() {
+            out.indices.extend(self.roots.iter().map(|&(_, i)| i));
+            out.indices.sort_unstable();
+        } else {
+            self.resolve_multiplicities::<F>(m, out)?;
+        }
+        if !extra_sums_agree::<F>(&diff.sums[m..], m, candidates, &out.indices) {
+            out.clear();
+            return Err(DecodeError::Inconsistent);
+        }
+        Ok(())
+    }
+
+    /// Candidates at which the polynomial vanishes, as (element, position).
+    fn find_roots<F: Field>(&mut self, candidates: &[F::Id]) {
+        self.roots.clear();
+        let mut chunks = candidates.chunks_exact(BATCH);
+        let mut base = 0;
+        for chunk in &mut chunks {
+            let xs: [u64; BATCH] = core::array::from_fn(|l| F::element(chunk[l]));
+            let values = eval_monic::<F>(&self.coeffs, &xs);
+            for l in 0..BATCH {
+                if values[l] == 0 {
+                    self.roots.push((xs[l], base + l));
+                }
+            }
+            base += BATCH;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let xs: [u64; BATCH] =
+                core::array::from_fn(|l| rest.get(l).map_or(0, |&id| F::element(id)));
+            let values = eval_monic::<F>(&self.coeffs, &xs);
+            for l in 0..rest.len() {
+                if values[l] == 0 {
+                    self.roots.push((xs[l], base + l));
+                }
+            }
+        }
+    }
+
+    /// Whether the roots found are pairwise distinct values (sorts them).
+    fn roots_distinct(&mut self) -> bool {
+        self.roots.sort_unstable();
+        self.roots.windows(2).all(|w| w[0].0 != w[1].0)
+    }
+
+    /// The slow path: repeated roots, or roots that are not candidates.
+    fn resolve_multiplicities<F: Field>(
+        &mut self,
+        m: usize,
+        out: &mut Missing,
+    ) -> Result<(), DecodeError> {
+        self.roots.sort_unstable();
+        let mut explained = 0;
+        let mut start = 0;
+        while start < self.roots.len() {
+            let r = self.roots[start].0;
+            let end = start + self.roots[start..].iter().take_while(|e| e.0 == r).count();
+            let sent = end - start;
+            let mut times = 0;
+            while times < sent && divide_if_root::<F>(&mut self.coeffs, r) {
+                times += 1;
+            }
+            out.indices
+                .extend(self.roots[start..start + times].iter().map(|&(_, i)| i));
+            if times < sent {
+                out.collided
+                    .extend(self.roots[start..end].iter().map(|&(_, i)| i));
+            }
+            explained += times;
+            start = end;
+        }
+        if explained != m {
+            out.clear();
+            return Err(DecodeError::NotInCandidates {
+                missing: m as u32,
+                unexplained: (m - explained) as u32,
+            });
+        }
+        out.indices.sort_unstable();
+        out.collided.sort_unstable();
+        Ok(())
+    }
+}
+
+/// The number of missing identifiers a difference describes, checked
+/// against the power sums it carries.
+fn missing_count<F: Field>(diff: &Quack<F>) -> Result<usize, DecodeError> {
+    let m = diff.count;
+    if (m as i32) < 0 {
+        return Err(DecodeError::CountWentBackwards {
+            ahead: m.wrapping_neg(),
+        });
+    }
+    if m as usize > diff.sums.len() {
+        return Err(DecodeError::TooManyMissing {
+            missing: m,
+            sums: diff.sums.len(),
+        });
+    }
+    Ok(m as usize)
+}
+
+/// Whether the power sums beyond the first `m` (which the decode did not
+/// use) are those of the missing identifiers found. A difference that is not
+/// the power sums of a sub-multiset of the candidates (e.g. the receiver
+/// holds a packet the sender did not fold) can still have `m` roots among
+/// the candidates by chance; the extra sums expose it.
+fn extra_sums_agree<F: Field>(
+    extra: &[u64],
+    m: usize,
+    candidates: &[F::Id],
+    found: &[usize],
+) -> bool {
+    if extra.is_empty() {
+        return true;
+    }
+    let mut sums = [0u64; 8];
+    for chunk_start in (0..extra.len()).step_by(sums.len()) {
+        let len = (extra.len() - chunk_start).min(sums.len());
+        sums[..len].iter_mut().for_each(|s| *s = 0);
+        let first_power = (m + 1 + chunk_start) as u64;
+        for &i in found {
+            let x = F::element(candidates[i]);
+            let mut pow = pow::<F>(x, first_power);
+            for s in &mut sums[..len] {
+                *s = F::add(*s, pow);
+                pow = F::mul(pow, x);
+            }
+        }
+        if sums[..len] != extra[chunk_start..chunk_start + len] {
+            return false;
+        }
+    }
+    true
+}
+
+/// `x^e` by squaring.
+fn pow<F: Field>(mut x: u64, mut e: u64) -> u64 {
+    let mut r = 1;
+    while e > 0 {
+        if e & 1 == 1 {
+            r = F::mul(r, x);
+        }
+        x = F::mul(x, x);
+        e >>= 1;
+    }
+    r
+}
+
+/// Newton's identities: the coefficients `c_1 ..= c_m` (the leading 1
+/// omitted) of the monic polynomial whose roots have power sums `d`.
+fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>) {
+    coeffs.clear();
+    for k in 1..=d.len() {
+        // sum_{i=1..k} c_{k-i} d_i, with c_0 = 1.
+        let mut acc = d[k - 1];
+        for i in 1..k {
+            acc = F::add(acc, F::mul(coeffs[k - i - 1], d[i - 1]));
+        }
+        let c = F::mul(acc, F::inv_small(k));
+        coeffs.push(crate::field::neg::<F>(c));
+    }
+}
+
+/// Divides the monic polynomial by `(x - r)` in place if `r` is a root;
+/// returns whether it was.
+fn divide_if_root<F: Field>(coeffs: &mut Vec<u64>, r: u64) -> bool {
+    if coeffs.is_empty() {
+        return false; // the constant 1 has no roots
+    }
+    // Synthetic division: b_i = a_i + r * b_{i-1}, b_{-1} = 1; the last b is
+    // the remainder.
+    let mut carry = 1;
+    let mut remainder = 0;
+    for &a in coeffs.iter() {
+        carry = F::add(a, F::mul(r, carry));
+        remainder = carry;
+    }
+    if remainder != 0 {
+        return false;
+    }
+    let mut carry = 1;
+    for a in coeffs.iter_mut() {
+        carry = F::add(*a, F::mul(r, carry));
+        *a = carry;
+    }
+    coeffs.pop();
+    true
+}
+
+impl<F: Field> Quack<F> {
+    /// Decodes this difference against the identifiers the sender sent and
+    /// returns the missing multiset, in candidate order. A convenience over
+    /// [`Decoder::decode`], which reuses its buffers.
+    pub fn decode(&self, candidates: &[F::Id]) -> Result<Vec<F::Id>, DecodeError> {
+        let mut missing = Missing::default();
+        Decoder::new().decode(self, candidates, &mut missing)?;
+        Ok(missing.indices.iter().map(|&i| candidates[i]).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{F16, F32, F64};
+    use crate::power_sum::PowerSums;
+
+    fn diff<F: Field>(sent: &[F::Id], received: &[F::Id], t: usize) -> Quack<F> {
+        let mut s = PowerSums::<F>::new(t).unwrap();
+        let mut r = PowerSums::<F>::new(t).unwrap();
+        sent.iter().for_each(|&x| s.insert(x));
+        received.iter().for_each(|&x| r.insert(x));
+        &s - &r
+    }
+
+    #[test]
+    fn decodes_single_and_several() {
+        let sent: Vec<u32> = (1..=25).map(|i| i * 7919).collect();
+        let received: Vec<u32> = sent.iter().copied().filter(|x| x % 3 != 0).collect();
+        let d = diff::<F32>(&sent, &received, 10);
+        let missing = d.decode(&sent).unwrap();
+        let expect: Vec<u32> = sent.iter().copied().filter(|x| x % 3 == 0).collect();
+        assert_eq!(missing, expect);
+    }
+
+    #[test]
+    fn nothing_missing() {
+        let sent = [5u16, 6, 7];
+        assert_eq!(diff::<F16>(&sent, &sent, 3).decode(&sent).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn repeated_identifiers_keep_multiplicity() {
+        let sent = [9u64, 4, 9, 9, 2, 4];
+        let received = [9u64, 2];
+        let d = diff::<F64>(&sent, &received, 5);
+        assert_eq!(d.count(), 4);
+        // Two of three 9s and both 4s are missing.
+        let mut missing = Missing::default();
+        Decoder::new().decode(&d, &sent, &mut missing).unwrap();
+        assert_eq!(missing.indices, vec![0, 1, 2, 5]);
+        assert_eq!(missing.collided, vec![0, 2, 3], "the 9s are indeterminate");
+    }
+
+    #[test]
+    fn too_many_missing() {
+        let sent: Vec<u32> = (1..=20).collect();
+        let d = diff::<F32>(&sent, &sent[..5], 10);
+        assert_eq!(
+            d.decode(&sent),
+            Err(DecodeError::TooManyMissing {
+                missing: 15,
+                sums: 10
+            })
+        );
+    }
+
+    #[test]
+    fn truncated_quack_decodes_up_to_its_length() {
+        let sent: Vec<u32> = (1..=20).collect();
+        let mut d = diff::<F32>(&sent, &sent[..17], 10);
+        d.truncate(3);
+        assert_eq!(d.decode(&sent).unwrap(), vec![18, 19, 20]);
+        d.truncate(2);
+        assert!(matches!(
+            d.decode(&sent),
+            Err(DecodeError::TooManyMissing {
+                missing: 3,
+                sums: 2
+            })
+        ));
+    }
+
+    #[test]
+    fn missing_identifier_not_a_candidate() {
+        let sent: Vec<u32> = (1..=10).collect();
+        let d = diff::<F32>(&sent, &sent[..8], 4);
+        // The sender forgot that it sent 10.
+        assert_eq!(
+            d.decode(&sent[..9]),
+            Err(DecodeError::NotInCandidates {
+                missing: 2,
+                unexplained: 1
+            })
+        );
+    }
+
+    #[test]
+    fn more_copies_missing_than_sent() {
+        // The polynomial has 3 twice, but 3 appears once among candidates.
+        let d = diff::<F32>(&[3, 3, 5], &[5], 4);
+        assert!(matches!(
+            d.decode(&[3, 5]),
+            Err(DecodeError::NotInCandidates { unexplained: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn count_went_backwards() {
+        let d = diff::<F32>(&[1, 2], &[1, 2, 3], 4);
+        assert_eq!(
+            d.decode(&[1, 2]),
+            Err(DecodeError::CountWentBackwards { ahead: 1 })
+        );
+    }
+
+    #[test]
+    fn inconsistent_sums() {
+        let d = diff::<F32>(&[1, 2], &[1, 3], 4);
+        assert_eq!(d.decode(&[1, 2]), Err(DecodeError::Inconsistent));
+    }
+
+    #[test]
+    fn extra_sums_reject_a_false_root() {
+        // The receiver holds 31, which the sender never counted, and misses
+        // 14 and 23: the difference has count 1 and first sum 14 + 23 - 31 = 6,
+        // which is a candidate. Only the second sum shows the lie.
+        let sent = [6u32, 14, 23, 40];
+        let d = &diff::<F32>(&sent, &[], 4) - &diff::<F32>(&[6, 40, 31], &[], 4);
+        assert_eq!(d.count(), 1);
+        assert_eq!(d.decode(&sent), Err(DecodeError::Inconsistent));
+        // With only one sum there is nothing to check against.
+        let mut one = d.clone();
+        one.truncate(1);
+        assert_eq!(one.decode(&sent), Ok(vec![6]));
+    }
+
+    #[test]
+    fn zero_identifier_is_found_by_count() {
+        // 0 contributes nothing to any power sum; the count still finds it.
+        let sent = [0u32, 11, 12];
+        let d = diff::<F32>(&sent, &[11, 12], 4);
+        assert_eq!(d.decode(&sent).unwrap(), vec![0]);
+    }
+}

@@ -1,0 +1,65 @@
+//! The arithmetic kernels on the hot paths, written so the compiler can
+//! vectorise them.
+//!
+//! Encoding folds identifiers into power sums `LANES` at a time: lane `l` of
+//! `lanes[k]` accumulates `x^(k+1)` for the identifiers that passed through
+//! lane `l`. The lanes are independent, so each step is one vector multiply
+//! and one vector add; the scalar power chain `x, x^2, x^3, ...` of a single
+//! identifier, by contrast, is a dependency chain that no compiler can
+//! parallelise. The lanes are summed only when a quACK is read.
+
+use crate::field::Field;
+
+/// Lanes of running sums kept per power sum (the state is `t * LANES`
+/// words per quACK).
+pub(crate) const LANES: usize = 8;
+
+/// Identifiers folded by one call of the encode kernel, and candidates
+/// evaluated together by the decoder: enough independent multiply chains to
+/// hide the latency of a modular multiplication.
+pub(crate) const BATCH: usize = 4 * LANES;
+
+/// Adds `x^1 ..= x^t` of each of `BATCH` identifiers into `lanes[..t]`
+/// with [`Field::lane_add`], in the kernel domain ([`Field::to_kernel`]):
+/// the caller normalises the lanes at least every [`Field::LANE_BATCHES`]
+/// calls, and maps them back with [`Field::from_kernel`].
+#[inline]
+pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]) {
+    let xs: [u64; BATCH] = core::array::from_fn(|l| F::to_kernel(xs[l]));
+    let mut pow = xs;
+    for acc in lanes.iter_mut() {
+        for l in 0..LANES {
+            let mut a = acc[l];
+            for k in 0..BATCH / LANES {
+                a = F::lane_add(a, pow[l + k * LANES]);
+            }
+            acc[l] = a;
+        }
+        for l in 0..BATCH {
+            pow[l] = F::kernel_mul(pow[l], xs[l]);
+        }
+    }
+}
+
+/// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`).
+#[inline]
+pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
+    let mut pow = x;
+    for s in sums.iter_mut() {
+        *s = F::add(*s, pow);
+        pow = F::mul(pow, x);
+    }
+}
+
+/// Evaluates the monic polynomial `x^m + c[0] x^(m-1) + ... + c[m-1]` at
+/// `BATCH` points at once (Horner's rule, lane-parallel).
+#[inline]
+pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; BATCH] {
+    let mut acc = [1u64; BATCH];
+    for &c in coeffs {
+        for l in 0..BATCH {
+            acc[l] = F::mul_add(acc[l], xs[l], c);
+        }
+    }
+    acc
+}

@@ -1,0 +1,359 @@
+//! Power sums of a multiset of identifiers, and the quACK that carries them.
+
+use core::fmt;
+use core::ops::Sub;
+
+use crate::field::{Field, MAX_THRESHOLD};
+use crate::lanes::{BATCH, LANES, accumulate, add_powers};
+
+/// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
+/// identifiers, with its element count and the last identifier inserted.
+///
+/// The proxy keeps one per flow and inserts every packet it sees; the data
+/// sender keeps one over the packets it has sent. [`PowerSums::quack`] takes
+/// a [`Quack`], the value sent on the wire.
+///
+/// Inserts are buffered `BATCH` at a time and folded into per-lane sums by a
+/// vectorised kernel, so the per-packet cost is a store plus an amortised
+/// share of one vector multiply-add per power sum.
+#[derive(Clone)]
+pub struct PowerSums<F: Field> {
+    /// `lanes[k][l]`: the sum over lane `l` of `x^(k+1)`.
+    lanes: Vec<[u64; LANES]>,
+    pending: [u64; BATCH],
+    pending_len: usize,
+    /// Kernel calls since the lanes were last normalised.
+    batches: u32,
+    count: u32,
+    last: Option<F::Id>,
+}
+
+/// A threshold outside `1..=MAX_THRESHOLD`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("threshold {0} is outside 1..={max}", max = MAX_THRESHOLD)]
+pub struct InvalidThreshold(pub usize);
+
+/// Checks a threshold chosen at run time.
+pub(crate) fn check_threshold(t: usize) -> Result<(), InvalidThreshold> {
+    if (1..=MAX_THRESHOLD).contains(&t) {
+        Ok(())
+    } else {
+        Err(InvalidThreshold(t))
+    }
+}
+
+impl<F: Field> PowerSums<F> {
+    /// Empty power sums with threshold `t` (the number of sums kept).
+    pub fn new(threshold: usize) -> Result<Self, InvalidThreshold> {
+        check_threshold(threshold)?;
+        Ok(Self {
+            lanes: vec![[0; LANES]; threshold],
+            pending: [0; BATCH],
+            pending_len: 0,
+            batches: 0,
+            count: 0,
+            last: None,
+        })
+    }
+
+    /// The threshold `t`: how many missing identifiers a difference can decode.
+    pub fn threshold(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// How many identifiers the multiset holds (wrapping at `2^32`).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The identifier inserted last, unless it has been removed since.
+    pub fn last(&self) -> Option<F::Id> {
+        self.last
+    }
+
+    /// Adds one identifier.
+    #[inline]
+    pub fn insert(&mut self, id: F::Id) {
+        self.insert_element(F::element(id));
+        self.last = Some(id);
+    }
+
+    #[inline]
+    pub(crate) fn insert_element(&mut self, x: u64) {
+        self.pending[self.pending_len] = x;
+        self.pending_len += 1;
+        if self.pending_len == BATCH {
+            accumulate::<F>(&mut self.lanes, &self.pending);
+            self.pending_len = 0;
+            self.batches += 1;
+            if self.batches == F::LANE_BATCHES {
+                self.normalize();
+            }
+        }
+        self.count = self.count.wrapping_add(1);
+    }
+
+    /// Removes one occurrence of an identifier (the caller knows it is there;
+    /// removing one that is not leaves sums that decode to an error).
+    pub fn remove(&mut self, id: F::Id) {
+        self.remove_element(F::element(id));
+        if self.last == Some(id) {
+            self.last = None;
+        }
+    }
+
+    pub(crate) fn remove_element(&mut self, x: u64) {
+        // Subtract from lane 0; which lane holds a term does not matter.
+        let x = F::to_kernel(x);
+        let mut pow = x;
+        for lane in &mut self.lanes {
+            lane[0] = F::sub(F::normalize(lane[0]), pow);
+            pow = F::kernel_mul(pow, x);
+        }
+        self.count = self.count.wrapping_sub(1);
+    }
+
+    fn normalize(&mut self) {
+        for lane in &mut self.lanes {
+            lane.iter_mut().for_each(|v| *v = F::normalize(*v));
+        }
+        self.batches = 0;
+    }
+
+    /// Empties the multiset, keeping the threshold.
+    pub fn clear(&mut self) {
+        self.lanes.iter_mut().for_each(|lane| *lane = [0; LANES]);
+        self.pending_len = 0;
+        self.batches = 0;
+        self.count = 0;
+        self.last = None;
+    }
+
+    /// Writes the current power sums into `sums` (resized to `t`).
+    pub(crate) fn sums_into(&self, sums: &mut Vec<u64>) {
+        sums.clear();
+        sums.extend(self.lanes.iter().map(|lane| {
+            let sum = lane.iter().fold(0, |acc, &v| F::add(acc, F::normalize(v)));
+            F::from_kernel(sum)
+        }));
+        for &x in &self.pending[..self.pending_len] {
+            add_powers::<F>(sums, x);
+        }
+    }
+
+    /// The quACK of the current multiset.
+    pub fn quack(&self) -> Quack<F> {
+        let mut quack = Quack::empty(self.threshold());
+        self.quack_into(&mut quack);
+        quack
+    }
+
+    /// Writes the quACK of the current multiset into `out`, reusing its buffer.
+    pub fn quack_into(&self, out: &mut Quack<F>) {
+        self.sums_into(&mut out.sums);
+        out.threshold = self.threshold() as u8;
+        out.count = self.count;
+        out.last = self.last;
+    }
+}
+
+impl<F: Field> fmt::Debug for PowerSums<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.quack().fmt(f)
+    }
+}
+
+impl<F: Field> PartialEq for PowerSums<F> {
+    fn eq(&self, other: &Self) -> bool {
+        self.quack() == other.quack()
+    }
+}
+
+impl<F: Field> Eq for PowerSums<F> {}
+
+/// A power-sum quACK: the first power sums of a multiset, its count and the
+/// last identifier inserted. This is what a proxy sends, and what the
+/// difference of two quACKs is; [`Quack::decode`] finds the missing multiset.
+///
+/// `sums` may hold fewer than `threshold` sums when the sender of the quACK
+/// truncated it (see [`crate::wire`]); then at most `sums.len()` missing
+/// identifiers can be decoded.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Quack<F: Field> {
+    pub(crate) threshold: u8,
+    pub(crate) count: u32,
+    pub(crate) last: Option<F::Id>,
+    /// Field elements `p_1 ..= p_k`, each `< p`.
+    pub(crate) sums: Vec<u64>,
+}
+
+impl<F: Field> Quack<F> {
+    /// The quACK of the empty multiset. Panics unless `1 <= t <= MAX_THRESHOLD`.
+    pub(crate) fn empty(threshold: usize) -> Self {
+        assert!(check_threshold(threshold).is_ok(), "threshold {threshold}");
+        Self {
+            threshold: threshold as u8,
+            count: 0,
+            last: None,
+            sums: vec![0; threshold],
+        }
+    }
+
+    /// The threshold the encoder was configured with.
+    pub fn threshold(&self) -> usize {
+        self.threshold as usize
+    }
+
+    /// The element count (wrapping). In a difference, the number of missing
+    /// identifiers.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The last identifier inserted; `None` in a difference.
+    pub fn last(&self) -> Option<F::Id> {
+        self.last
+    }
+
+    /// The power sums carried, `p_1 ..= p_k`, as identifiers of the field.
+    pub fn power_sums(&self) -> impl ExactSizeIterator<Item = F::Id> + '_ {
+        self.sums.iter().map(|&s| F::id(s))
+    }
+
+    /// Keeps only the first `k` power sums (a smaller quACK on the wire that
+    /// still decodes up to `k` missing identifiers).
+    pub fn truncate(&mut self, k: usize) {
+        self.sums.truncate(k);
+    }
+}
+
+impl<F: Field> fmt::Debug for Quack<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quack")
+            .field("field_bits", &F::BITS)
+            .field("threshold", &self.threshold)
+            .field("count", &self.count)
+            .field("last", &self.last)
+            .field("sums", &self.sums)
+            .finish()
+    }
+}
+
+/// The sender's quACK minus the receiver's: the power sums and count of the
+/// identifiers the receiver is missing. Sums beyond the shorter operand are
+/// dropped; `last` is meaningless in a difference and is `None`.
+impl<F: Field> Sub<&Quack<F>> for &Quack<F> {
+    type Output = Quack<F>;
+
+    fn sub(self, rhs: &Quack<F>) -> Quack<F> {
+        Quack {
+            threshold: self.threshold.min(rhs.threshold),
+            count: self.count.wrapping_sub(rhs.count),
+            last: None,
+            sums: self
+                .sums
+                .iter()
+                .zip(&rhs.sums)
+                .map(|(&a, &b)| F::sub(a, b))
+                .collect(),
+        }
+    }
+}
+
+impl<F: Field> Sub<&Quack<F>> for Quack<F> {
+    type Output = Quack<F>;
+
+    fn sub(self, rhs: &Quack<F>) -> Quack<F> {
+        &self - rhs
+    }
+}
+
+/// `sender - receiver` on two running power sums.
+impl<F: Field> Sub<&PowerSums<F>> for &PowerSums<F> {
+    type Output = Quack<F>;
+
+    fn sub(self, rhs: &PowerSums<F>) -> Quack<F> {
+        &self.quack() - &rhs.quack()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{F16, F32, F64};
+
+    fn naive_sums<F: Field>(ids: &[u64], t: usize) -> Vec<u64> {
+        let mut sums = vec![0; t];
+        for &x in ids {
+            add_powers::<F>(&mut sums, F::element(F::truncate(x)));
+        }
+        sums
+    }
+
+    fn check<F: Field>(t: usize, n: u64) {
+        let ids: Vec<u64> = (0..n)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 77)
+            .collect();
+        let mut ps = PowerSums::<F>::new(t).unwrap();
+        for &x in &ids {
+            ps.insert(F::truncate(x));
+        }
+        let q = ps.quack();
+        let expect: Vec<u64> = naive_sums::<F>(&ids, t);
+        assert_eq!(q.sums, expect, "t={t} n={n} bits={}", F::BITS);
+        assert_eq!(q.count, n as u32);
+        assert_eq!(q.last, ids.last().map(|&x| F::truncate(x)));
+    }
+
+    #[test]
+    fn lane_kernel_matches_scalar_powers() {
+        for t in [1, 2, 7, 10, 33, 64, 255] {
+            for n in [0, 1, 7, 8, 9, 64, 101] {
+                check::<F16>(t, n);
+                check::<F32>(t, n);
+                check::<F64>(t, n);
+            }
+        }
+    }
+
+    #[test]
+    fn remove_undoes_insert() {
+        let mut a = PowerSums::<F32>::new(10).unwrap();
+        let mut b = a.clone();
+        for id in 1..=20u32 {
+            a.insert(id);
+        }
+        for id in 1..=19u32 {
+            b.insert(id);
+        }
+        a.remove(20);
+        assert_eq!(a.quack().sums, b.quack().sums);
+        assert_eq!(a.count(), 19);
+        assert_eq!(a.last(), None, "removing the last value forgets it");
+    }
+
+    #[test]
+    fn count_wraps() {
+        let mut a = PowerSums::<F16>::new(1).unwrap();
+        a.remove(5);
+        assert_eq!(a.count(), u32::MAX);
+        a.insert(5);
+        assert_eq!(a.count(), 0);
+        assert_eq!(a.quack().sums, vec![0]);
+    }
+
+    #[test]
+    fn thresholds_are_checked() {
+        assert_eq!(PowerSums::<F32>::new(0).unwrap_err(), InvalidThreshold(0));
+        assert!(PowerSums::<F32>::new(MAX_THRESHOLD + 1).is_err());
+        assert!(PowerSums::<F32>::new(MAX_THRESHOLD).is_ok());
+    }
+
+    #[test]
+    fn clear_resets() {
+        let mut a = PowerSums::<F64>::new(4).unwrap();
+        a.insert(3);
+        a.clear();
+        assert_eq!(a, PowerSums::<F64>::new(4).unwrap());
+    }
+}

@@ -1,0 +1,317 @@
+//! The byte layout of quACK messages.
+//!
+//! Every message starts with a version-and-kind byte and an identifier-width
+//! byte; all integers are big-endian (network order). Version 1:
+//!
+//! ```text
+//! byte 0      version (high nibble, = 1) | kind (low nibble)
+//! byte 1      identifier width in bytes: 2, 4 or 8;
+//!             bit 7 set = a last identifier follows (power sum only)
+//!
+//! kind 0, power sum (8 + w + k*w bytes; 52 for t = k = 10, w = 4)
+//! byte 2      threshold t, 1..=255
+//! byte 3      k, the number of power sums carried, 0..=t
+//! bytes 4..8  count (u32, wrapping)
+//! w bytes     last identifier, if bit 7 of byte 1 is set
+//! k*w bytes   power sums p_1 ..= p_k, each < p
+//!
+//! kind 1, strawman 1a "echo" (2 + w bytes)
+//! w bytes     the identifier of one received packet
+//!
+//! kind 2, strawman 1b "window" (3 + n*w bytes)
+//! byte 2      n, the number of identifiers
+//! n*w bytes   the last n identifiers received, oldest first
+//!
+//! kind 3, strawman 2 "sorted hash" (38 bytes)
+//! bytes 2..6  count of received packets (u32)
+//! 32 bytes    SHA-256 of the sorted received identifiers, each w bytes
+//! ```
+//!
+//! A power-sum quACK may carry fewer sums than its threshold (`k < t`): it
+//! still decodes up to `k` missing packets. Parsing checks every field and
+//! rejects trailing bytes; it never panics.
+
+use crate::field::Field;
+use crate::power_sum::Quack;
+
+/// The wire format version this crate writes and reads.
+pub const VERSION: u8 = 1;
+
+const LAST_PRESENT: u8 = 0x80;
+
+/// The kinds of quACK message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// The power-sum quACK.
+    PowerSum = 0,
+    /// Strawman 1a: echo each identifier.
+    Echo = 1,
+    /// Strawman 1b: a sliding window of identifiers.
+    Window = 2,
+    /// Strawman 2: a hash of the sorted received set.
+    SortedHash = 3,
+}
+
+/// A message that does not parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The message ends before a field it needs.
+    #[error("message truncated: {needed} bytes needed, {got} present")]
+    Truncated {
+        /// Bytes the message needs.
+        needed: usize,
+        /// Bytes present.
+        got: usize,
+    },
+    /// A version this crate does not speak.
+    #[error("unsupported wire version {0}")]
+    UnsupportedVersion(u8),
+    /// A kind byte this crate does not know.
+    #[error("unknown message kind {0}")]
+    UnknownKind(u8),
+    /// The message is for identifiers of another width.
+    #[error("identifier width {got} bytes, expected {expected}")]
+    WidthMismatch {
+        /// The width this decoder reads.
+        expected: usize,
+        /// The width in the message.
+        got: u8,
+    },
+    /// A threshold of 0.
+    #[error("threshold 0")]
+    ZeroThreshold,
+    /// More power sums than the threshold.
+    #[error("{sums} power sums exceed the threshold {threshold}")]
+    TooManySums {
+        /// Sums carried.
+        sums: u8,
+        /// The threshold.
+        threshold: u8,
+    },
+    /// A power sum that is not a field element (`>= p`).
+    #[error("power sum {index} is not reduced modulo p")]
+    NotReduced {
+        /// Which sum (0-based).
+        index: usize,
+    },
+    /// Flag bits this version does not define.
+    #[error("reserved flag bits set")]
+    ReservedBits,
+    /// Bytes after the end of the message.
+    #[error("{0} trailing bytes")]
+    TrailingBytes(usize),
+}
+
+/// A quACK message of any kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message<F: Field> {
+    /// A power-sum quACK.
+    PowerSum(Quack<F>),
+    /// Strawman 1a: one received identifier.
+    Echo(F::Id),
+    /// Strawman 1b: the last identifiers received, oldest first.
+    Window(Vec<F::Id>),
+    /// Strawman 2: the count and a SHA-256 of the sorted received set.
+    SortedHash {
+        /// Packets received.
+        count: u32,
+        /// SHA-256 over the sorted identifiers.
+        digest: [u8; 32],
+    },
+}
+
+impl<F: Field> Message<F> {
+    /// The kind of this message.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Self::PowerSum(_) => Kind::PowerSum,
+            Self::Echo(_) => Kind::Echo,
+            Self::Window(_) => Kind::Window,
+            Self::SortedHash { .. } => Kind::SortedHash,
+        }
+    }
+
+    /// Appends the encoding of this message to `out`. Panics on a window of
+    /// more than 255 identifiers (a caller bug: windows are configured).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(VERSION << 4 | self.kind() as u8);
+        let width = F::ID_BYTES as u8;
+        match self {
+            Self::PowerSum(q) => {
+                out.pop();
+                encode_power_sum(q, out);
+            }
+            Self::Echo(id) => {
+                out.push(width);
+                F::write_be(F::raw(*id), out);
+            }
+            Self::Window(ids) => {
+                out.push(width);
+                out.push(u8::try_from(ids.len()).expect("window of at most 255"));
+                for &id in ids {
+                    F::write_be(F::raw(id), out);
+                }
+            }
+            Self::SortedHash { count, digest } => {
+                out.push(width);
+                out.extend_from_slice(&count.to_be_bytes());
+                out.extend_from_slice(digest);
+            }
+        }
+    }
+
+    /// The encoding as a new vector.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Parses a message for identifiers of this field's width.
+    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader { bytes, pos: 0 };
+        let head = r.u8()?;
+        if head >> 4 != VERSION {
+            return Err(WireError::UnsupportedVersion(head >> 4));
+        }
+        let width_byte = r.u8()?;
+        let width = width_byte & !LAST_PRESENT;
+        if width as usize != F::ID_BYTES {
+            return Err(WireError::WidthMismatch {
+                expected: F::ID_BYTES,
+                got: width,
+            });
+        }
+        let kind = head & 0x0f;
+        if kind > Kind::SortedHash as u8 {
+            return Err(WireError::UnknownKind(kind));
+        }
+        if kind != Kind::PowerSum as u8 && width_byte & LAST_PRESENT != 0 {
+            return Err(WireError::ReservedBits);
+        }
+        let message = match kind {
+            0 => {
+                let threshold = r.u8()?;
+                let k = r.u8()?;
+                if threshold == 0 {
+                    return Err(WireError::ZeroThreshold);
+                }
+                if k > threshold {
+                    return Err(WireError::TooManySums { sums: k, threshold });
+                }
+                let count = r.u32()?;
+                let last = if width_byte & LAST_PRESENT != 0 {
+                    Some(r.id::<F>()?)
+                } else {
+                    None
+                };
+                r.need(k as usize * F::ID_BYTES)?;
+                let mut sums = Vec::with_capacity(k as usize);
+                for index in 0..k as usize {
+                    let s = r.raw::<F>()?;
+                    if s >= F::MODULUS {
+                        return Err(WireError::NotReduced { index });
+                    }
+                    sums.push(s);
+                }
+                Self::PowerSum(Quack {
+                    threshold,
+                    count,
+                    last,
+                    sums,
+                })
+            }
+            1 => Self::Echo(r.id::<F>()?),
+            2 => {
+                let n = r.u8()? as usize;
+                r.need(n * F::ID_BYTES)?;
+                let ids = (0..n).map(|_| r.id::<F>()).collect::<Result<_, _>>()?;
+                Self::Window(ids)
+            }
+            3 => {
+                let count = r.u32()?;
+                let digest = r.take(32)?.try_into().expect("32 bytes");
+                Self::SortedHash { count, digest }
+            }
+            other => return Err(WireError::UnknownKind(other)),
+        };
+        if r.pos != bytes.len() {
+            return Err(WireError::TrailingBytes(bytes.len() - r.pos));
+        }
+        Ok(message)
+    }
+}
+
+impl<F: Field> Quack<F> {
+    /// Appends the wire encoding of this quACK.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        encode_power_sum(self, out);
+    }
+
+    /// Parses a power-sum quACK.
+    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        match Message::<F>::parse(bytes)? {
+            Message::PowerSum(q) => Ok(q),
+            other => Err(WireError::UnknownKind(other.kind() as u8)),
+        }
+    }
+}
+
+fn encode_power_sum<F: Field>(q: &Quack<F>, out: &mut Vec<u8>) {
+    out.push(VERSION << 4 | Kind::PowerSum as u8);
+    out.push(F::ID_BYTES as u8 | if q.last.is_some() { LAST_PRESENT } else { 0 });
+    out.push(q.threshold);
+    out.push(q.sums.len() as u8);
+    out.extend_from_slice(&q.count.to_be_bytes());
+    if let Some(last) = q.last {
+        // The raw identifier, not its reduction modulo p.
+        F::write_be(F::raw(last), out);
+    }
+    for &s in &q.sums {
+        F::write_be(s, out);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn need(&self, n: usize) -> Result<(), WireError> {
+        let needed = self.pos.saturating_add(n);
+        if needed > self.bytes.len() {
+            return Err(WireError::Truncated {
+                needed,
+                got: self.bytes.len(),
+            });
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        self.need(n)?;
+        let out = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, WireError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn id<F: Field>(&mut self) -> Result<F::Id, WireError> {
+        let b = self.take(F::ID_BYTES)?;
+        Ok(F::read_be(b).expect("exact width"))
+    }
+
+    fn raw<F: Field>(&mut self) -> Result<u64, WireError> {
+        Ok(F::raw(self.id::<F>()?))
+    }
+}
