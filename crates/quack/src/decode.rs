@@ -88,6 +88,7 @@ impl Missing {
 pub struct Decoder {
     coeffs: Vec<u64>,
     roots: Vec<(u64, usize)>,
+    scratch: Vec<u64>,
 }
 
 impl Decoder {
@@ -117,12 +118,18 @@ impl Decoder {
         newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
         self.find_roots::<F>(candidates);
         if self.roots.len() == m && self.roots_distinct() {
+            // Found in candidate order, so already ascending.
             out.indices.extend(self.roots.iter().map(|&(_, i)| i));
-            out.indices.sort_unstable();
         } else {
             self.resolve_multiplicities::<F>(m, out)?;
         }
-        if !extra_sums_agree::<F>(&diff.sums[m..], m, candidates, &out.indices) {
+        if !extra_sums_agree::<F>(
+            &diff.sums[m..],
+            m,
+            candidates,
+            &out.indices,
+            &mut self.scratch,
+        ) {
             out.clear();
             return Err(DecodeError::Inconsistent);
         }
@@ -157,10 +164,16 @@ impl Decoder {
         }
     }
 
-    /// Whether the roots found are pairwise distinct values (sorts them).
-    fn roots_distinct(&mut self) -> bool {
-        self.roots.sort_unstable();
-        self.roots.windows(2).all(|w| w[0].0 != w[1].0)
+    /// Whether the roots found are pairwise distinct values. There are at
+    /// most a few dozen, so comparing pairs beats sorting.
+    fn roots_distinct(&self) -> bool {
+        let roots = &self.roots;
+        if roots.len() > 64 {
+            let mut values: Vec<u64> = roots.iter().map(|r| r.0).collect();
+            values.sort_unstable();
+            return values.windows(2).all(|w| w[0] != w[1]);
+        }
+        (1..roots.len()).all(|i| roots[..i].iter().all(|r| r.0 != roots[i].0))
     }
 
     /// The slow path: repeated roots, or roots that are not candidates.
@@ -230,54 +243,50 @@ fn extra_sums_agree<F: Field>(
     m: usize,
     candidates: &[F::Id],
     found: &[usize],
+    sums: &mut Vec<u64>,
 ) -> bool {
     if extra.is_empty() {
         return true;
     }
-    let mut sums = [0u64; 8];
-    for chunk_start in (0..extra.len()).step_by(sums.len()) {
-        let len = (extra.len() - chunk_start).min(sums.len());
-        sums[..len].iter_mut().for_each(|s| *s = 0);
-        let first_power = (m + 1 + chunk_start) as u64;
-        for &i in found {
-            let x = F::element(candidates[i]);
-            let mut pow = pow::<F>(x, first_power);
-            for s in &mut sums[..len] {
-                *s = F::add(*s, pow);
-                pow = F::mul(pow, x);
-            }
+    sums.clear();
+    sums.resize(extra.len(), 0);
+    for &i in found {
+        let x = F::element(candidates[i]);
+        let prepared = F::kernel_prepare(x);
+        let mut pow = x;
+        for _ in 0..m {
+            pow = F::kernel_mul(pow, x, prepared);
         }
-        if sums[..len] != extra[chunk_start..chunk_start + len] {
-            return false;
+        for s in sums.iter_mut() {
+            *s = F::add(*s, pow);
+            pow = F::kernel_mul(pow, x, prepared);
         }
     }
-    true
-}
-
-/// `x^e` by squaring.
-fn pow<F: Field>(mut x: u64, mut e: u64) -> u64 {
-    let mut r = 1;
-    while e > 0 {
-        if e & 1 == 1 {
-            r = F::mul(r, x);
-        }
-        x = F::mul(x, x);
-        e >>= 1;
-    }
-    r
+    sums[..] == *extra
 }
 
 /// Newton's identities: the coefficients `c_1 ..= c_m` (the leading 1
 /// omitted) of the monic polynomial whose roots have power sums `d`.
+///
+/// Each `c_k` needs `c_{k-1}`, so the loop is a dependency chain. Only the
+/// term `c_{k-1} d_1` involves the newest coefficient: the others are summed
+/// unreduced off the chain, and the two multiplications on it use the
+/// kernel's multiplier by a known constant (`d_1`, `1/k`).
 fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>) {
     coeffs.clear();
+    let Some(&d1) = d.first() else {
+        return;
+    };
+    let d1_prepared = F::kernel_prepare(d1);
     for k in 1..=d.len() {
-        // sum_{i=1..k} c_{k-i} d_i, with c_0 = 1.
-        let mut acc = d[k - 1];
-        for i in 1..k {
-            acc = F::add(acc, F::mul(coeffs[k - i - 1], d[i - 1]));
+        // sum_{i=2..k-1} c_{k-i} d_i + d_k (c_0 = 1), then + c_{k-1} d_1.
+        let rest = F::dot((2..k).map(|i| (coeffs[k - i - 1], d[i - 1])));
+        let mut sum = F::add(rest, d[k - 1]);
+        if k >= 2 {
+            sum = F::add(sum, F::kernel_mul(coeffs[k - 2], d1, d1_prepared));
         }
-        let c = F::mul(acc, F::inv_small(k));
+        let inv = F::inv_small(k);
+        let c = F::kernel_mul(sum, inv, F::kernel_prepare(inv));
         coeffs.push(crate::field::neg::<F>(c));
     }
 }

@@ -54,21 +54,19 @@ pub trait Field:
     }
     /// `a - b mod p` for `a, b < p`.
     fn sub(a: u64, b: u64) -> u64;
-    /// Maps an element into the encode kernel's domain (Montgomery form for
-    /// the 32-bit field, the identity otherwise).
+    /// Precomputes what [`Field::kernel_mul`] needs of a multiplier that
+    /// is used many times (the identifier whose powers are being taken, the
+    /// point a polynomial is evaluated at): Shoup's quotient estimate for
+    /// the 32-bit field, nothing for the others.
     #[inline(always)]
-    fn to_kernel(x: u64) -> u64 {
-        x
+    fn kernel_prepare(_b: u64) -> u64 {
+        0
     }
-    /// Multiplication in the kernel domain.
+    /// `a * b mod p` in the vector kernels, `b_prepared` from
+    /// [`Field::kernel_prepare`]`(b)`.
     #[inline(always)]
-    fn kernel_mul(a: u64, b: u64) -> u64 {
+    fn kernel_mul(a: u64, b: u64, _b_prepared: u64) -> u64 {
         Self::mul(a, b)
-    }
-    /// Maps a kernel-domain element back.
-    #[inline(always)]
-    fn from_kernel(x: u64) -> u64 {
-        x
     }
     /// Adds an element into a lane accumulator of the encode kernel. The
     /// small fields add without reducing (an accumulator is a `u64` far
@@ -77,6 +75,12 @@ pub trait Field:
     fn lane_add(acc: u64, v: u64) -> u64;
     /// Reduces a lane accumulator to an element.
     fn normalize(acc: u64) -> u64;
+    /// `sum a_i * b_i mod p` over pairs of elements: the small fields sum
+    /// the products unreduced in 128 bits and reduce once.
+    #[inline(always)]
+    fn dot(pairs: impl Iterator<Item = (u64, u64)>) -> u64 {
+        pairs.fold(0, |acc, (a, b)| Self::add(acc, Self::mul(a, b)))
+    }
     /// How many kernel calls (each adding at most `BATCH / LANES` elements
     /// to an accumulator) a lane accumulator absorbs before it must be
     /// normalised.
@@ -221,32 +225,33 @@ impl Field for F16 {
 pub struct F32;
 
 impl F32 {
-    /// `p^-1 mod 2^32`, by Newton's iteration (each step doubles the
-    /// correct low bits).
-    const P_INV: u64 = {
-        let p = F32::MODULUS as u32;
-        let mut inv: u32 = 1;
-        let mut i = 0;
-        while i < 5 {
-            inv = inv.wrapping_mul(2u32.wrapping_sub(p.wrapping_mul(inv)));
-            i += 1;
-        }
-        inv as u64
-    };
-
-    /// Montgomery multiplication with `R = 2^32`: `a * b / R mod p`, for
-    /// `a, b < p`. Three 32x32->64 multiplies, two shifts, a subtraction and
-    /// a branch-free correction: fewer vector operations than folding.
+    /// Shoup's precomputation for a multiplier `b < p` used many times:
+    /// `b' = floor(b * 2^32 / p)`. As `2^32 = p + 5`, that is
+    /// `b + floor(5b / p)`, and `floor(5b / p) < 5` takes one fold.
     #[inline(always)]
-    fn montgomery(a: u64, b: u64) -> u64 {
+    fn shoup_prepare(b: u64) -> u64 {
         const MASK: u64 = 0xffff_ffff;
-        let t = (a & MASK) * (b & MASK);
-        let m = ((t & MASK) * Self::P_INV) & MASK;
-        let u = m * Self::MODULUS;
-        // The low halves of t and u agree, so this is (t - u) / 2^32,
-        // which lies in (-p, p).
-        let r = (t >> 32).wrapping_sub(u >> 32);
-        r.min(r.wrapping_add(Self::MODULUS))
+        let w = 5 * (b & MASK); // < 5p
+        let q = w >> 32;
+        let rem = (w & MASK) + 5 * q; // w - q * p, < 2^32 + 20
+        b + q + (rem >= Self::MODULUS) as u64
+    }
+
+    /// `a * b mod p` by Shoup's method, for `a, b < p` and `b_prepared =
+    /// shoup_prepare(b)`: the quotient estimate `q = (a * b') >> 32` is
+    /// exact or one short, so `a * b - q * p` lies in `[0, 2p)`. Three
+    /// 32x32->64 multiplies whose high halves are all used, which keeps the
+    /// compiler on the cheap vector multiply.
+    #[inline(always)]
+    fn shoup(a: u64, b: u64, b_prepared: u64) -> u64 {
+        const MASK: u64 = 0xffff_ffff;
+        let q = ((a & MASK) * (b_prepared & MASK)) >> 32;
+        // q * p = q * 2^32 - 5q, spelt out: as `q * p` LLVM negates the
+        // constant and emits a slow 64-bit vector multiply.
+        let r = ((a & MASK) * (b & MASK))
+            .wrapping_sub(q << 32)
+            .wrapping_add((q << 2) + q);
+        r.min(r.wrapping_sub(Self::MODULUS))
     }
 
     /// Reduces any `u64` modulo `p`.
@@ -298,20 +303,23 @@ impl Field for F32 {
 
     small_field_ops!(Self::MODULUS);
 
-    /// `x * 2^32 mod p`, and `2^32 = 5 mod p`.
     #[inline(always)]
-    fn to_kernel(x: u64) -> u64 {
-        Self::mul(x, 5)
+    fn kernel_prepare(b: u64) -> u64 {
+        Self::shoup_prepare(b)
     }
 
     #[inline(always)]
-    fn kernel_mul(a: u64, b: u64) -> u64 {
-        Self::montgomery(a, b)
+    fn kernel_mul(a: u64, b: u64, b_prepared: u64) -> u64 {
+        Self::shoup(a, b, b_prepared)
     }
 
     #[inline(always)]
-    fn from_kernel(x: u64) -> u64 {
-        Self::montgomery(x, 1)
+    fn dot(pairs: impl Iterator<Item = (u64, u64)>) -> u64 {
+        // Each product is below 2^64, so 2^64 of them fit in 128 bits.
+        let sum: u128 = pairs.map(|(a, b)| (a * b) as u128).sum();
+        // 2^64 = 25 (mod p).
+        let (lo, hi) = (sum as u64, (sum >> 64) as u64);
+        Self::add(Self::reduce(lo), Self::mul(Self::reduce(hi), 25))
     }
 
     // Four elements below 2^32 per call: 2^24 calls stay below 2^58.

@@ -20,13 +20,12 @@ pub(crate) const LANES: usize = 8;
 pub(crate) const BATCH: usize = 4 * LANES;
 
 /// Adds `x^1 ..= x^t` of each of `BATCH` identifiers into `lanes[..t]`
-/// with [`Field::lane_add`], in the kernel domain ([`Field::to_kernel`]):
-/// the caller normalises the lanes at least every [`Field::LANE_BATCHES`]
-/// calls, and maps them back with [`Field::from_kernel`].
+/// with [`Field::lane_add`]: the caller normalises the lanes at least every
+/// [`Field::LANE_BATCHES`] calls.
 #[inline]
 pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]) {
-    let xs: [u64; BATCH] = core::array::from_fn(|l| F::to_kernel(xs[l]));
-    let mut pow = xs;
+    let prepared: [u64; BATCH] = core::array::from_fn(|l| F::kernel_prepare(xs[l]));
+    let mut pow = *xs;
     for acc in lanes.iter_mut() {
         for l in 0..LANES {
             let mut a = acc[l];
@@ -36,7 +35,7 @@ pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]
             acc[l] = a;
         }
         for l in 0..BATCH {
-            pow[l] = F::kernel_mul(pow[l], xs[l]);
+            pow[l] = F::kernel_mul(pow[l], xs[l], prepared[l]);
         }
     }
 }
@@ -55,10 +54,11 @@ pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
 /// `BATCH` points at once (Horner's rule, lane-parallel).
 #[inline]
 pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; BATCH] {
+    let prepared: [u64; BATCH] = core::array::from_fn(|l| F::kernel_prepare(xs[l]));
     let mut acc = [1u64; BATCH];
     for &c in coeffs {
         for l in 0..BATCH {
-            acc[l] = F::mul_add(acc[l], xs[l], c);
+            acc[l] = F::add(F::kernel_mul(acc[l], xs[l], prepared[l]), c);
         }
     }
     acc

@@ -51,6 +51,7 @@ mod power_sum;
 mod send_log;
 mod strawman;
 mod wire;
+pub mod workload;
 
 pub use decode::{DecodeError, Decoder, Missing};
 pub use field::{F16, F32, F64, Field, MAX_THRESHOLD};

@@ -104,11 +104,11 @@ impl<F: Field> PowerSums<F> {
 
     pub(crate) fn remove_element(&mut self, x: u64) {
         // Subtract from lane 0; which lane holds a term does not matter.
-        let x = F::to_kernel(x);
+        let prepared = F::kernel_prepare(x);
         let mut pow = x;
         for lane in &mut self.lanes {
             lane[0] = F::sub(F::normalize(lane[0]), pow);
-            pow = F::kernel_mul(pow, x);
+            pow = F::kernel_mul(pow, x, prepared);
         }
         self.count = self.count.wrapping_sub(1);
     }
@@ -132,10 +132,11 @@ impl<F: Field> PowerSums<F> {
     /// Writes the current power sums into `sums` (resized to `t`).
     pub(crate) fn sums_into(&self, sums: &mut Vec<u64>) {
         sums.clear();
-        sums.extend(self.lanes.iter().map(|lane| {
-            let sum = lane.iter().fold(0, |acc, &v| F::add(acc, F::normalize(v)));
-            F::from_kernel(sum)
-        }));
+        sums.extend(
+            self.lanes
+                .iter()
+                .map(|lane| lane.iter().fold(0, |acc, &v| F::add(acc, F::normalize(v)))),
+        );
         for &x in &self.pending[..self.pending_len] {
             add_powers::<F>(sums, x);
         }

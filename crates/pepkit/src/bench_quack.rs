@@ -1,0 +1,224 @@
+//! `pepkit bench quack`: the quACK's encode and decode speed, as a table
+//! beside the issue's targets or as JSON.
+//!
+//! Each figure is the median over rounds; a round repeats the operation
+//! until it has run for a few milliseconds. The inputs are those of the
+//! divan benchmarks (`quack::workload`), so the two agree.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use quack::workload::{difference, pseudorandom_ids};
+use quack::{Decoder, F16, F32, F64, Field, Missing, PowerSums};
+use serde::Serialize;
+
+/// Options of `pepkit bench quack`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Rounds per measurement (the median is reported).
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
+}
+
+const THRESHOLDS: [usize; 4] = [5, 10, 20, 40];
+const CANDIDATES: [usize; 4] = [25, 100, 300, 1000];
+const MISSING: [usize; 5] = [0, 1, 5, 10, 20];
+const PACKETS: usize = 1000;
+const ROUND: Duration = Duration::from_millis(3);
+
+/// Targets on this machine kind (issue: "encode at most 6 ns per packet;
+/// decode with n = 25 candidates and m = 10 missing at most 0.5 µs").
+const ENCODE_TARGET_NS: f64 = 6.0;
+const DECODE_TARGET_US: f64 = 0.5;
+
+#[derive(Serialize)]
+struct Report {
+    cpu: String,
+    rounds: u32,
+    encode: Vec<EncodeRow>,
+    decode: Vec<DecodeRow>,
+}
+
+#[derive(Serialize)]
+struct EncodeRow {
+    bits: u32,
+    threshold: usize,
+    ns_per_packet: f64,
+}
+
+#[derive(Serialize)]
+struct DecodeRow {
+    bits: u32,
+    candidates: usize,
+    missing: usize,
+    us: f64,
+}
+
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let mut encode = Vec::new();
+    for t in THRESHOLDS {
+        encode.push(encode_row::<F16>(t, args.rounds));
+        encode.push(encode_row::<F32>(t, args.rounds));
+        encode.push(encode_row::<F64>(t, args.rounds));
+    }
+    let mut decode = Vec::new();
+    for n in CANDIDATES {
+        for m in MISSING {
+            decode.push(decode_row(n, m, args.rounds));
+        }
+    }
+    let report = Report {
+        cpu: cpu_model(),
+        rounds: args.rounds,
+        encode,
+        decode,
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serialisable")
+        );
+    } else {
+        print_tables(&report);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Median nanoseconds per call of `op` over `rounds` rounds.
+fn median_ns(rounds: u32, mut op: impl FnMut()) -> f64 {
+    // Warm up, and size a round to about ROUND.
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < ROUND {
+        op();
+        calls += 1;
+    }
+    let mut samples: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..calls {
+                op();
+            }
+            start.elapsed().as_nanos() as f64 / calls as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn encode_row<F: Field>(threshold: usize, rounds: u32) -> EncodeRow {
+    let ids = pseudorandom_ids::<F>(PACKETS, 1);
+    let mut out = Vec::with_capacity(4096);
+    let ns = median_ns(rounds, || {
+        let mut sums = PowerSums::<F>::new(threshold).expect("threshold");
+        for &id in black_box(&ids) {
+            sums.insert(id);
+        }
+        out.clear();
+        sums.quack().encode(&mut out);
+        black_box(&out);
+    });
+    EncodeRow {
+        bits: F::BITS,
+        threshold,
+        ns_per_packet: ns / PACKETS as f64,
+    }
+}
+
+fn decode_row(n: usize, m: usize, rounds: u32) -> DecodeRow {
+    let (diff, sent) = difference::<F32>(n, m);
+    let mut decoder = Decoder::new();
+    let mut missing = Missing::default();
+    let ns = median_ns(rounds, || {
+        decoder
+            .decode(black_box(&diff), black_box(&sent), &mut missing)
+            .expect("decodes");
+        black_box(&missing);
+    });
+    DecodeRow {
+        bits: F32::BITS,
+        candidates: n,
+        missing: m,
+        us: ns / 1000.0,
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn print_tables(r: &Report) {
+    println!(
+        "power-sum quACK speed on {} (median of {} rounds)\n",
+        r.cpu, r.rounds
+    );
+    println!(
+        "encode: ns per packet ({PACKETS} packets into a fresh quACK, then one quACK serialised)"
+    );
+    println!(
+        "{:>12} {:>8} {:>8} {:>8}",
+        "threshold t", "16-bit", "32-bit", "64-bit"
+    );
+    for t in THRESHOLDS {
+        let cell = |bits| {
+            r.encode
+                .iter()
+                .find(|e| e.threshold == t && e.bits == bits)
+                .map_or(f64::NAN, |e| e.ns_per_packet)
+        };
+        println!(
+            "{t:>12} {:>8.2} {:>8.2} {:>8.2}",
+            cell(16),
+            cell(32),
+            cell(64)
+        );
+    }
+    println!("\ndecode: µs per quACK (32-bit identifiers; n candidates, m missing)");
+    print!("{:>12}", "n \\ m");
+    MISSING.iter().for_each(|m| print!(" {m:>8}"));
+    println!();
+    for n in CANDIDATES {
+        print!("{n:>12}");
+        for m in MISSING {
+            let us = r
+                .decode
+                .iter()
+                .find(|d| d.candidates == n && d.missing == m)
+                .map_or(f64::NAN, |d| d.us);
+            print!(" {us:>8.3}");
+        }
+        println!();
+    }
+    let encode = r
+        .encode
+        .iter()
+        .find(|e| e.bits == 32 && e.threshold == 10)
+        .map_or(f64::NAN, |e| e.ns_per_packet);
+    let decode = r
+        .decode
+        .iter()
+        .find(|d| d.candidates == 25 && d.missing == 10)
+        .map_or(f64::NAN, |d| d.us);
+    let verdict = |ok: bool| if ok { "meets" } else { "MISSES" };
+    println!("\ntargets (32-bit identifiers, t = 10):");
+    println!(
+        "  encode {encode:.2} ns/packet: {} the target of {ENCODE_TARGET_NS} ns (paper: 33 ns)",
+        verdict(encode <= ENCODE_TARGET_NS)
+    );
+    println!(
+        "  decode n = 25, m = 10: {decode:.3} µs: {} the target of {DECODE_TARGET_US} µs (paper: 2.82 µs)",
+        verdict(decode <= DECODE_TARGET_US)
+    );
+}
