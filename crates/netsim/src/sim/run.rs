@@ -1,0 +1,286 @@
+//! The driver loop: pop the earliest event, hand it to the one node it
+//! concerns, drain that node's output onto links, reschedule its timer.
+
+use super::Simulator;
+use super::node::{Role, Timer};
+use crate::capture::CapturePoint;
+use crate::{Datagram, Fate, LinkId, NodeId, Route, Time, Transmit};
+
+/// Something that happens at one instant.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A host's start time, or time zero for a middlebox: poll it once.
+    Start(NodeId),
+    /// A datagram reaches the far end of a link.
+    Arrive { link: LinkId, datagram: Datagram },
+    /// A node's timer; ignored unless `generation` is still current.
+    Timer { node: NodeId, generation: u64 },
+    /// A middlebox's deferred transmission.
+    Send {
+        node: NodeId,
+        datagram: Datagram,
+        route: Route,
+    },
+}
+
+/// Why [`Simulator::run_until`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    /// Every host reported [`crate::Host::is_finished`].
+    AllFinished,
+    /// The next event is after the time limit.
+    TimeLimit,
+    /// Nothing is left to happen.
+    Idle,
+}
+
+/// The result of [`Simulator::run_until`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RunOutcome {
+    /// Why the run stopped.
+    pub reason: StopReason,
+    /// The virtual time when it stopped (the limit, for
+    /// [`StopReason::TimeLimit`]).
+    pub end: Time,
+}
+
+impl Simulator {
+    /// Runs until every host is finished, nothing is left to happen, or the
+    /// next event would be after `limit`. Can be called again with a later
+    /// limit to continue.
+    pub fn run_until(&mut self, limit: Time) -> RunOutcome {
+        loop {
+            if self.hosts > 0 && self.unfinished == 0 {
+                return self.outcome(StopReason::AllFinished);
+            }
+            let Some(next) = self.queue.peek_time() else {
+                return self.outcome(StopReason::Idle);
+            };
+            if next > limit {
+                self.now = self.now.max(limit);
+                return self.outcome(StopReason::TimeLimit);
+            }
+            let Some((at, event)) = self.queue.pop() else {
+                return self.outcome(StopReason::Idle);
+            };
+            self.now = at;
+            self.stats.events += 1;
+            self.dispatch(event);
+        }
+    }
+
+    fn outcome(&self, reason: StopReason) -> RunOutcome {
+        RunOutcome {
+            reason,
+            end: self.now,
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::Start(node) => {
+                if let Some(Role::Host(h)) = self.nodes.get_mut(node.index()).map(|n| &mut n.role) {
+                    h.started = true;
+                }
+                self.activate(node);
+            }
+            Event::Arrive { link, datagram } => self.arrive(link, datagram),
+            Event::Timer { node, generation } => {
+                let now = self.now;
+                let Some(n) = self.nodes.get_mut(node.index()) else {
+                    return;
+                };
+                match &mut n.role {
+                    Role::Host(h) if h.timer.generation == generation => {
+                        h.timer.deadline = None;
+                        h.engine.handle_timeout(now);
+                    }
+                    Role::Middle(m) if m.timer.generation == generation => {
+                        m.timer.deadline = None;
+                        if let Some(engine) = &mut m.engine {
+                            engine.handle_timeout(now);
+                        }
+                    }
+                    _ => return,
+                }
+                self.activate(node);
+            }
+            Event::Send {
+                node,
+                datagram,
+                route,
+            } => self.send(node, datagram, route),
+        }
+    }
+
+    /// A datagram comes off `link` into the node at its far end.
+    fn arrive(&mut self, link: LinkId, mut datagram: Datagram) {
+        let now = self.now;
+        let Some(slot) = self.links.get(link.index()) else {
+            return;
+        };
+        let (from, to, iface) = (slot.from, slot.to, slot.to_iface);
+        for &(capture, point) in &slot.captures {
+            if point == CapturePoint::Delivered
+                && let Some(Some(c)) = self.captures.get_mut(capture)
+            {
+                c.record(now, &datagram, from.index(), to.index());
+            }
+        }
+        let Some(node) = self.nodes.get_mut(to.index()) else {
+            return;
+        };
+        let owned = node.owns(datagram.dst.ip());
+        match &mut node.role {
+            Role::Host(h) => {
+                if !owned {
+                    self.stats.not_for_node += 1;
+                    return;
+                }
+                if !h.started {
+                    self.stats.before_start += 1;
+                    return;
+                }
+                h.engine.handle_datagram(now, datagram);
+            }
+            Role::Middle(m) => {
+                if datagram.ttl <= 1 {
+                    self.stats.ttl_expired += 1;
+                    return;
+                }
+                datagram.ttl -= 1;
+                match &mut m.engine {
+                    Some(engine) => engine.handle_datagram(now, iface, datagram),
+                    None if owned => {
+                        self.stats.not_for_node += 1;
+                        return;
+                    }
+                    None => return self.send(to, datagram, Route::ByDestination),
+                }
+            }
+        }
+        self.activate(to);
+    }
+
+    /// Drains a node's output, then reschedules its timer.
+    fn activate(&mut self, node: NodeId) {
+        let now = self.now;
+        let Some(n) = self.nodes.get_mut(node.index()) else {
+            return;
+        };
+        match &mut n.role {
+            Role::Host(h) => {
+                let mut out = std::mem::take(&mut self.host_out);
+                while let Some(d) = h.engine.poll_transmit(now) {
+                    out.push(d);
+                }
+                let deadline = h.engine.poll_timeout();
+                reschedule(&mut self.queue, &mut h.timer, node, deadline, now);
+                let finished = h.engine.is_finished();
+                if finished != h.finished {
+                    h.finished = finished;
+                    if finished {
+                        self.unfinished -= 1;
+                    } else {
+                        self.unfinished += 1;
+                    }
+                }
+                for d in out.drain(..) {
+                    self.send(node, d, Route::ByDestination);
+                }
+                self.host_out = out;
+            }
+            Role::Middle(m) => {
+                let Some(engine) = &mut m.engine else {
+                    return;
+                };
+                let mut out = std::mem::take(&mut self.middle_out);
+                while let Some(t) = engine.poll_transmit(now) {
+                    out.push(t);
+                }
+                let deadline = engine.poll_timeout();
+                reschedule(&mut self.queue, &mut m.timer, node, deadline, now);
+                for Transmit {
+                    datagram,
+                    at,
+                    route,
+                } in out.drain(..)
+                {
+                    if at <= now {
+                        self.send(node, datagram, route);
+                    } else {
+                        self.queue.push(
+                            at,
+                            Event::Send {
+                                node,
+                                datagram,
+                                route,
+                            },
+                        );
+                    }
+                }
+                self.middle_out = out;
+            }
+        }
+    }
+
+    /// Puts a datagram from `node` onto the link its route selects.
+    fn send(&mut self, node: NodeId, datagram: Datagram, route: Route) {
+        let now = self.now;
+        let Some(n) = self.nodes.get(node.index()) else {
+            return;
+        };
+        let interface = match route {
+            Route::ByDestination => n.routes.lookup(datagram.dst.ip()),
+            Route::Interface(i) => Some(i),
+        };
+        let Some(iface) = interface.and_then(|i| n.iface(i)) else {
+            self.stats.unroutable += 1;
+            return;
+        };
+        let Some(slot) = self.links.get_mut(iface.out.index()) else {
+            return;
+        };
+        for &(capture, point) in &slot.captures {
+            if point == CapturePoint::Offered
+                && let Some(Some(c)) = self.captures.get_mut(capture)
+            {
+                c.record(now, &datagram, slot.from.index(), slot.to.index());
+            }
+        }
+        if let Fate::Deliver { at } = slot.link.offer(now, datagram.wire_len()) {
+            self.queue.push(
+                at,
+                Event::Arrive {
+                    link: iface.out,
+                    datagram,
+                },
+            );
+        }
+    }
+}
+
+/// Records a node's new deadline and schedules it if it changed. A deadline
+/// in the past fires now.
+fn reschedule(
+    queue: &mut crate::EventQueue<Event>,
+    timer: &mut Timer,
+    node: NodeId,
+    deadline: Option<Time>,
+    now: Time,
+) {
+    if deadline == timer.deadline {
+        return;
+    }
+    timer.generation += 1;
+    timer.deadline = deadline;
+    if let Some(at) = deadline {
+        queue.push(
+            at.max(now),
+            Event::Timer {
+                node,
+                generation: timer.generation,
+            },
+        );
+    }
+}
