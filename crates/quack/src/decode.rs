@@ -24,7 +24,7 @@
 //! polynomial happens to have `m` roots among them.
 
 use crate::field::Field;
-use crate::lanes::{BATCH, eval_monic};
+use crate::lanes::{BATCH, eval_monic, zero_lanes};
 use crate::power_sum::Quack;
 
 /// Why a quACK difference does not decode. Every case is an ordinary outcome
@@ -139,27 +139,25 @@ impl Decoder {
     /// Candidates at which the polynomial vanishes, as (element, position).
     fn find_roots<F: Field>(&mut self, candidates: &[F::Id]) {
         self.roots.clear();
-        let mut chunks = candidates.chunks_exact(BATCH);
-        let mut base = 0;
-        for chunk in &mut chunks {
-            let xs: [u64; BATCH] = core::array::from_fn(|l| F::element(chunk[l]));
-            let values = eval_monic::<F>(&self.coeffs, &xs);
-            for l in 0..BATCH {
-                if values[l] == 0 {
-                    self.roots.push((xs[l], base + l));
+        let mut xs = [0u64; BATCH];
+        for (chunk_index, chunk) in candidates.chunks(BATCH).enumerate() {
+            if let Ok(full) = <&[F::Id; BATCH]>::try_from(chunk) {
+                for l in 0..BATCH {
+                    xs[l] = F::element(full[l]);
+                }
+            } else {
+                // The last, partial chunk; the padding lanes are ignored.
+                xs = [0; BATCH];
+                for (x, &id) in xs.iter_mut().zip(chunk) {
+                    *x = F::element(id);
                 }
             }
-            base += BATCH;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let xs: [u64; BATCH] =
-                core::array::from_fn(|l| rest.get(l).map_or(0, |&id| F::element(id)));
             let values = eval_monic::<F>(&self.coeffs, &xs);
-            for l in 0..rest.len() {
-                if values[l] == 0 {
-                    self.roots.push((xs[l], base + l));
-                }
+            let mut zeros = zero_lanes(&values) & lane_mask(chunk.len());
+            while zeros != 0 {
+                let l = zeros.trailing_zeros() as usize;
+                self.roots.push((xs[l], chunk_index * BATCH + l));
+                zeros &= zeros - 1;
             }
         }
     }
@@ -212,6 +210,15 @@ impl Decoder {
         out.indices.sort_unstable();
         out.collided.sort_unstable();
         Ok(())
+    }
+}
+
+/// A mask of the first `len` lanes.
+fn lane_mask(len: usize) -> u32 {
+    if len >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << len) - 1
     }
 }
 

@@ -24,7 +24,7 @@ pub(crate) const BATCH: usize = 4 * LANES;
 /// [`Field::LANE_BATCHES`] calls.
 #[inline]
 pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]) {
-    let prepared: [u64; BATCH] = core::array::from_fn(|l| F::kernel_prepare(xs[l]));
+    let prepared = prepare::<F>(xs);
     let mut pow = *xs;
     for acc in lanes.iter_mut() {
         for l in 0..LANES {
@@ -54,7 +54,7 @@ pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
 /// `BATCH` points at once (Horner's rule, lane-parallel).
 #[inline]
 pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; BATCH] {
-    let prepared: [u64; BATCH] = core::array::from_fn(|l| F::kernel_prepare(xs[l]));
+    let prepared = prepare::<F>(xs);
     let mut acc = [1u64; BATCH];
     for &c in coeffs {
         for l in 0..BATCH {
@@ -62,4 +62,25 @@ pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; B
         }
     }
     acc
+}
+
+/// [`Field::kernel_prepare`] of every lane. (A plain loop: the compiler
+/// vectorises it, where it leaves `core::array::from_fn` scalar.)
+#[inline(always)]
+fn prepare<F: Field>(xs: &[u64; BATCH]) -> [u64; BATCH] {
+    let mut prepared = [0u64; BATCH];
+    for l in 0..BATCH {
+        prepared[l] = F::kernel_prepare(xs[l]);
+    }
+    prepared
+}
+
+/// The lanes whose value is zero, as a bit mask (bit `l` for lane `l`).
+#[inline(always)]
+pub(crate) fn zero_lanes(values: &[u64; BATCH]) -> u32 {
+    let mut mask = 0u32;
+    for l in 0..BATCH {
+        mask |= ((values[l] == 0) as u32) << l;
+    }
+    mask
 }
