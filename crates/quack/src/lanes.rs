@@ -69,8 +69,8 @@ pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; B
 #[inline(always)]
 fn prepare<F: Field>(xs: &[u64; BATCH]) -> [u64; BATCH] {
     let mut prepared = [0u64; BATCH];
-    for l in 0..BATCH {
-        prepared[l] = F::kernel_prepare(xs[l]);
+    for (p, &x) in prepared.iter_mut().zip(xs) {
+        *p = F::kernel_prepare(x);
     }
     prepared
 }
@@ -79,8 +79,8 @@ fn prepare<F: Field>(xs: &[u64; BATCH]) -> [u64; BATCH] {
 #[inline(always)]
 pub(crate) fn zero_lanes(values: &[u64; BATCH]) -> u32 {
     let mut mask = 0u32;
-    for l in 0..BATCH {
-        mask |= ((values[l] == 0) as u32) << l;
+    for (l, &v) in values.iter().enumerate() {
+        mask |= ((v == 0) as u32) << l;
     }
     mask
 }
