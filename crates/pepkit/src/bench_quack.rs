@@ -1,9 +1,11 @@
 //! `pepkit bench quack`: the quACK's encode and decode speed, as a table
 //! beside the issue's targets or as JSON.
 //!
-//! Each figure is the median over rounds; a round repeats the operation
-//! until it has run for a few milliseconds. The inputs are those of the
-//! divan benchmarks (`quack::workload`), so the two agree.
+//! Each figure is the median over rounds, with the best round beside it
+//! (interference from other work on the machine only ever adds time, so
+//! the best round is the least disturbed one); a round repeats the
+//! operation until it has run for a few milliseconds. The inputs are those
+//! of the divan benchmarks (`quack::workload`), so the two agree.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -39,6 +41,9 @@ const DECODE_TARGET_US: f64 = 0.5;
 struct Report {
     cpu: String,
     rounds: u32,
+    /// Share of CPU time the hypervisor took during the run (Linux steal
+    /// time), when known: above a few percent the figures are unreliable.
+    steal_percent: Option<f64>,
     encode: Vec<EncodeRow>,
     decode: Vec<DecodeRow>,
 }
@@ -48,6 +53,7 @@ struct EncodeRow {
     bits: u32,
     threshold: usize,
     ns_per_packet: f64,
+    best_ns_per_packet: f64,
 }
 
 #[derive(Serialize)]
@@ -56,9 +62,11 @@ struct DecodeRow {
     candidates: usize,
     missing: usize,
     us: f64,
+    best_us: f64,
 }
 
 pub(crate) fn run(args: &Args) -> ExitCode {
+    let before = cpu_times();
     let mut encode = Vec::new();
     for t in THRESHOLDS {
         encode.push(encode_row::<F16>(t, args.rounds));
@@ -71,9 +79,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             decode.push(decode_row(n, m, args.rounds));
         }
     }
+    let steal_percent = before.zip(cpu_times()).and_then(|(a, b)| {
+        let total = b.total.checked_sub(a.total)?;
+        (total > 0).then(|| 100.0 * b.steal.saturating_sub(a.steal) as f64 / total as f64)
+    });
     let report = Report {
         cpu: cpu_model(),
         rounds: args.rounds,
+        steal_percent,
         encode,
         decode,
     };
@@ -88,8 +101,8 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Median nanoseconds per call of `op` over `rounds` rounds.
-fn median_ns(rounds: u32, mut op: impl FnMut()) -> f64 {
+/// Nanoseconds per call of `op`: the median and the best of `rounds` rounds.
+fn measure_ns(rounds: u32, mut op: impl FnMut()) -> (f64, f64) {
     // Warm up, and size a round to about ROUND.
     let start = Instant::now();
     let mut calls = 0u64;
@@ -107,13 +120,13 @@ fn median_ns(rounds: u32, mut op: impl FnMut()) -> f64 {
         })
         .collect();
     samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    (samples[samples.len() / 2], samples[0])
 }
 
 fn encode_row<F: Field>(threshold: usize, rounds: u32) -> EncodeRow {
     let ids = pseudorandom_ids::<F>(PACKETS, 1);
     let mut out = Vec::with_capacity(4096);
-    let ns = median_ns(rounds, || {
+    let (median, best) = measure_ns(rounds, || {
         let mut sums = PowerSums::<F>::new(threshold).expect("threshold");
         for &id in black_box(&ids) {
             sums.insert(id);
@@ -125,7 +138,8 @@ fn encode_row<F: Field>(threshold: usize, rounds: u32) -> EncodeRow {
     EncodeRow {
         bits: F::BITS,
         threshold,
-        ns_per_packet: ns / PACKETS as f64,
+        ns_per_packet: median / PACKETS as f64,
+        best_ns_per_packet: best / PACKETS as f64,
     }
 }
 
@@ -133,7 +147,7 @@ fn decode_row(n: usize, m: usize, rounds: u32) -> DecodeRow {
     let (diff, sent) = difference::<F32>(n, m);
     let mut decoder = Decoder::new();
     let mut missing = Missing::default();
-    let ns = median_ns(rounds, || {
+    let (median, best) = measure_ns(rounds, || {
         decoder
             .decode(black_box(&diff), black_box(&sent), &mut missing)
             .expect("decodes");
@@ -143,8 +157,31 @@ fn decode_row(n: usize, m: usize, rounds: u32) -> DecodeRow {
         bits: F32::BITS,
         candidates: n,
         missing: m,
-        us: ns / 1000.0,
+        us: median / 1000.0,
+        best_us: best / 1000.0,
     }
+}
+
+/// Aggregate CPU time counters from /proc/stat, in clock ticks.
+struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    Some(CpuTimes {
+        total: fields.iter().take(8).sum(),
+        steal: *fields.get(7)?,
+    })
 }
 
 fn cpu_model() -> String {
@@ -205,20 +242,49 @@ fn print_tables(r: &Report) {
         .encode
         .iter()
         .find(|e| e.bits == 32 && e.threshold == 10)
-        .map_or(f64::NAN, |e| e.ns_per_packet);
+        .expect("measured");
     let decode = r
         .decode
         .iter()
         .find(|d| d.candidates == 25 && d.missing == 10)
-        .map_or(f64::NAN, |d| d.us);
-    let verdict = |ok: bool| if ok { "meets" } else { "MISSES" };
-    println!("\ntargets (32-bit identifiers, t = 10):");
+        .expect("measured");
+    println!("\ntargets (32-bit identifiers, t = 10), median and best round:");
     println!(
-        "  encode {encode:.2} ns/packet: {} the target of {ENCODE_TARGET_NS} ns (paper: 33 ns)",
-        verdict(encode <= ENCODE_TARGET_NS)
+        "  encode {:.2} ns/packet (best {:.2}): {} the target of {ENCODE_TARGET_NS} ns (paper: 33 ns)",
+        encode.ns_per_packet,
+        encode.best_ns_per_packet,
+        verdict(
+            encode.ns_per_packet,
+            encode.best_ns_per_packet,
+            ENCODE_TARGET_NS
+        )
     );
     println!(
-        "  decode n = 25, m = 10: {decode:.3} µs: {} the target of {DECODE_TARGET_US} µs (paper: 2.82 µs)",
-        verdict(decode <= DECODE_TARGET_US)
+        "  decode n = 25, m = 10: {:.3} µs (best {:.3}): {} the target of {DECODE_TARGET_US} µs (paper: 2.82 µs)",
+        decode.us,
+        decode.best_us,
+        verdict(decode.us, decode.best_us, DECODE_TARGET_US)
     );
+    print_steal(r.steal_percent);
+}
+
+fn print_steal(steal: Option<f64>) {
+    match steal {
+        Some(p) if p > 5.0 => println!(
+            "\nwarning: the hypervisor took {p:.0}% of this machine's CPU time during the run \
+             (steal time); the figures are unreliable, run again when the host is quieter"
+        ),
+        Some(p) => println!("\nsteal time during the run: {p:.1}% (the figures are trustworthy)"),
+        None => {}
+    }
+}
+
+fn verdict(median: f64, best: f64, target: f64) -> &'static str {
+    if median <= target {
+        "meets"
+    } else if best <= target {
+        "meets in its best round, not at the median,"
+    } else {
+        "MISSES"
+    }
 }

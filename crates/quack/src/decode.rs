@@ -89,6 +89,7 @@ pub struct Decoder {
     coeffs: Vec<u64>,
     roots: Vec<(u64, usize)>,
     scratch: Vec<u64>,
+    wide: Vec<u128>,
 }
 
 impl Decoder {
@@ -115,7 +116,7 @@ impl Decoder {
                 Err(DecodeError::Inconsistent)
             };
         }
-        newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
+        newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs, &mut self.wide);
         self.find_roots::<F>(candidates);
         if self.roots.len() == m && self.roots_distinct() {
             // Found in candidate order, so already ascending.
@@ -273,28 +274,39 @@ fn extra_sums_agree<F: Field>(
 }
 
 /// Newton's identities: the coefficients `c_1 ..= c_m` (the leading 1
-/// omitted) of the monic polynomial whose roots have power sums `d`.
+/// omitted) of the monic polynomial whose roots have power sums `d`:
+/// `c_k = -(1/k) (d_k + sum_{i=1..k-1} c_{k-i} d_i)`.
 ///
-/// Each `c_k` needs `c_{k-1}`, so the loop is a dependency chain. Only the
-/// term `c_{k-1} d_1` involves the newest coefficient: the others are summed
-/// unreduced off the chain, and the two multiplications on it use the
-/// kernel's multiplier by a known constant (`d_1`, `1/k`).
-fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>) {
+/// Each `c_k` needs `c_{k-1}`, so the loop is a dependency chain. To keep
+/// the chain short, each new coefficient `c_j` is pushed at once into the
+/// sums of every later `k` (unreduced, 128-bit), so that when `c_{k-1}`
+/// arrives only its own term `c_{k-1} d_1` and the multiplication by `1/k`
+/// remain, both by Shoup's method with precomputed multipliers.
+fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>, pending: &mut Vec<u128>) {
     coeffs.clear();
+    let m = d.len();
     let Some(&d1) = d.first() else {
         return;
     };
     let d1_prepared = F::kernel_prepare(d1);
-    for k in 1..=d.len() {
-        // sum_{i=2..k-1} c_{k-i} d_i + d_k (c_0 = 1), then + c_{k-1} d_1.
-        let rest = F::dot((2..k).map(|i| (coeffs[k - i - 1], d[i - 1])));
-        let mut sum = F::add(rest, d[k - 1]);
-        if k >= 2 {
-            sum = F::add(sum, F::kernel_mul(coeffs[k - 2], d1, d1_prepared));
+    // pending[k]: sum of c_j d_{k-j} over the coefficients pushed so far,
+    // excluding j = k - 1; pending[0] is unused.
+    pending.clear();
+    pending.resize(m + 1, 0);
+    let mut previous: Option<u64> = None;
+    for k in 1..=m {
+        let mut sum = F::add(F::reduce_wide(pending[k]), d[k - 1]);
+        if let Some(c) = previous {
+            sum = F::add(sum, F::kernel_mul(c, d1, d1_prepared));
         }
         let inv = F::inv_small(k);
-        let c = F::kernel_mul(sum, inv, F::kernel_prepare(inv));
-        coeffs.push(crate::field::neg::<F>(c));
+        let c = crate::field::neg::<F>(F::kernel_mul(sum, inv, F::kernel_prepare(inv)));
+        coeffs.push(c);
+        // Push c_k into the sums of k + 2 ..= m (k + 1 takes it directly).
+        for (j, p) in pending.iter_mut().enumerate().skip(k + 2) {
+            *p += F::wide_mul(c, d[j - k - 1]);
+        }
+        previous = Some(c);
     }
 }
 

@@ -75,11 +75,19 @@ pub trait Field:
     fn lane_add(acc: u64, v: u64) -> u64;
     /// Reduces a lane accumulator to an element.
     fn normalize(acc: u64) -> u64;
-    /// `sum a_i * b_i mod p` over pairs of elements: the small fields sum
-    /// the products unreduced in 128 bits and reduce once.
+    /// `a * b` for elements, as a term of a sum reduced later by
+    /// [`Field::reduce_wide`]. The small fields keep the product unreduced
+    /// (below 2^64, so 2^64 of them fit in 128 bits); the 64-bit field
+    /// reduces at once.
     #[inline(always)]
-    fn dot(pairs: impl Iterator<Item = (u64, u64)>) -> u64 {
-        pairs.fold(0, |acc, (a, b)| Self::add(acc, Self::mul(a, b)))
+    fn wide_mul(a: u64, b: u64) -> u128 {
+        Self::mul(a, b) as u128
+    }
+    /// Reduces a sum of [`Field::wide_mul`] terms. For the 64-bit field the
+    /// sum of reduced terms must stay below 2^128 (at most 2^64 terms).
+    #[inline(always)]
+    fn reduce_wide(x: u128) -> u64 {
+        (x % Self::MODULUS as u128) as u64
     }
     /// How many kernel calls (each adding at most `BATCH / LANES` elements
     /// to an accumulator) a lane accumulator absorbs before it must be
@@ -314,11 +322,14 @@ impl Field for F32 {
     }
 
     #[inline(always)]
-    fn dot(pairs: impl Iterator<Item = (u64, u64)>) -> u64 {
-        // Each product is below 2^64, so 2^64 of them fit in 128 bits.
-        let sum: u128 = pairs.map(|(a, b)| (a * b) as u128).sum();
+    fn wide_mul(a: u64, b: u64) -> u128 {
+        ((a & 0xffff_ffff) * (b & 0xffff_ffff)) as u128
+    }
+
+    #[inline(always)]
+    fn reduce_wide(x: u128) -> u64 {
         // 2^64 = 25 (mod p).
-        let (lo, hi) = (sum as u64, (sum >> 64) as u64);
+        let (lo, hi) = (x as u64, (x >> 64) as u64);
         Self::add(Self::reduce(lo), Self::mul(Self::reduce(hi), 25))
     }
 

@@ -26,17 +26,28 @@ pub(crate) const BATCH: usize = 4 * LANES;
 pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]) {
     let prepared = prepare::<F>(xs);
     let mut pow = *xs;
-    for acc in lanes.iter_mut() {
-        for l in 0..LANES {
-            let mut a = acc[l];
-            for k in 0..BATCH / LANES {
-                a = F::lane_add(a, pow[l + k * LANES]);
-            }
-            acc[l] = a;
-        }
+    let Some((last, earlier)) = lanes.split_last_mut() else {
+        return;
+    };
+    for acc in earlier {
+        add_lanes::<F>(acc, &pow);
         for l in 0..BATCH {
             pow[l] = F::kernel_mul(pow[l], xs[l], prepared[l]);
         }
+    }
+    // The last power needs no successor.
+    add_lanes::<F>(last, &pow);
+}
+
+/// Adds `BATCH` values into `LANES` accumulators.
+#[inline(always)]
+fn add_lanes<F: Field>(acc: &mut [u64; LANES], values: &[u64; BATCH]) {
+    for l in 0..LANES {
+        let mut a = acc[l];
+        for k in 0..BATCH / LANES {
+            a = F::lane_add(a, values[l + k * LANES]);
+        }
+        acc[l] = a;
     }
 }
 

@@ -20,12 +20,21 @@ use crate::lanes::{BATCH, LANES, accumulate, add_powers};
 pub struct PowerSums<F: Field> {
     /// `lanes[k][l]`: the sum over lane `l` of `x^(k+1)`.
     lanes: Vec<[u64; LANES]>,
-    pending: [u64; BATCH],
+    /// Identifiers not yet folded into the lanes, as inserted.
+    pending: [F::Id; BATCH],
     pending_len: usize,
     /// Kernel calls since the lanes were last normalised.
     batches: u32,
-    count: u32,
-    last: Option<F::Id>,
+    /// Inserts folded into the lanes (wrapping); with `pending_len`, all
+    /// inserts. Counting this way leaves one counter per insert.
+    folded_inserts: u32,
+    /// Removals (wrapping).
+    removals: u32,
+    /// The last identifier folded in; the last inserted is the last pending
+    /// one when there is one.
+    last_folded: Option<F::Id>,
+    /// The insert count at which `remove` took the last identifier away.
+    last_removed_at: Option<u32>,
 }
 
 /// A threshold outside `1..=MAX_THRESHOLD`.
@@ -48,11 +57,13 @@ impl<F: Field> PowerSums<F> {
         check_threshold(threshold)?;
         Ok(Self {
             lanes: vec![[0; LANES]; threshold],
-            pending: [0; BATCH],
+            pending: [F::Id::default(); BATCH],
             pending_len: 0,
             batches: 0,
-            count: 0,
-            last: None,
+            folded_inserts: 0,
+            removals: 0,
+            last_folded: None,
+            last_removed_at: None,
         })
     }
 
@@ -63,61 +74,58 @@ impl<F: Field> PowerSums<F> {
 
     /// How many identifiers the multiset holds (wrapping at `2^32`).
     pub fn count(&self) -> u32 {
-        self.count
+        self.inserts().wrapping_sub(self.removals)
+    }
+
+    fn inserts(&self) -> u32 {
+        self.folded_inserts.wrapping_add(self.pending_len as u32)
     }
 
     /// The identifier inserted last, unless it has been removed since.
     pub fn last(&self) -> Option<F::Id> {
-        self.last
+        if self.last_removed_at == Some(self.inserts()) {
+            None
+        } else if self.pending_len > 0 {
+            Some(self.pending[self.pending_len - 1])
+        } else {
+            self.last_folded
+        }
     }
 
     /// Adds one identifier.
-    #[inline]
+    ///
+    /// The per-packet path is a store and an increment. Every `BATCH`
+    /// packets the batch is folded in, out of line, by a function that sees
+    /// only the lanes, so a caller's packet loop keeps the counter in a
+    /// register.
+    #[inline(always)]
     pub fn insert(&mut self, id: F::Id) {
-        self.insert_element(F::element(id));
-        self.last = Some(id);
-    }
-
-    #[inline]
-    pub(crate) fn insert_element(&mut self, x: u64) {
-        self.pending[self.pending_len] = x;
+        // The mask (BATCH is a power of two) drops the bounds check.
+        self.pending[self.pending_len & (BATCH - 1)] = id;
         self.pending_len += 1;
         if self.pending_len == BATCH {
-            accumulate::<F>(&mut self.lanes, &self.pending);
+            fold_batch::<F>(&mut self.lanes, &self.pending, &mut self.batches);
+            self.folded_inserts = self.folded_inserts.wrapping_add(BATCH as u32);
+            self.last_folded = Some(self.pending[BATCH - 1]);
             self.pending_len = 0;
-            self.batches += 1;
-            if self.batches == F::LANE_BATCHES {
-                self.normalize();
-            }
         }
-        self.count = self.count.wrapping_add(1);
     }
 
     /// Removes one occurrence of an identifier (the caller knows it is there;
     /// removing one that is not leaves sums that decode to an error).
     pub fn remove(&mut self, id: F::Id) {
-        self.remove_element(F::element(id));
-        if self.last == Some(id) {
-            self.last = None;
+        if self.last() == Some(id) {
+            self.last_removed_at = Some(self.inserts());
         }
-    }
-
-    pub(crate) fn remove_element(&mut self, x: u64) {
         // Subtract from lane 0; which lane holds a term does not matter.
+        let x = F::element(id);
         let prepared = F::kernel_prepare(x);
         let mut pow = x;
         for lane in &mut self.lanes {
             lane[0] = F::sub(F::normalize(lane[0]), pow);
             pow = F::kernel_mul(pow, x, prepared);
         }
-        self.count = self.count.wrapping_sub(1);
-    }
-
-    fn normalize(&mut self) {
-        for lane in &mut self.lanes {
-            lane.iter_mut().for_each(|v| *v = F::normalize(*v));
-        }
-        self.batches = 0;
+        self.removals = self.removals.wrapping_add(1);
     }
 
     /// Empties the multiset, keeping the threshold.
@@ -125,8 +133,10 @@ impl<F: Field> PowerSums<F> {
         self.lanes.iter_mut().for_each(|lane| *lane = [0; LANES]);
         self.pending_len = 0;
         self.batches = 0;
-        self.count = 0;
-        self.last = None;
+        self.folded_inserts = 0;
+        self.removals = 0;
+        self.last_folded = None;
+        self.last_removed_at = None;
     }
 
     /// Writes the current power sums into `sums` (resized to `t`).
@@ -137,8 +147,8 @@ impl<F: Field> PowerSums<F> {
                 .iter()
                 .map(|lane| lane.iter().fold(0, |acc, &v| F::add(acc, F::normalize(v)))),
         );
-        for &x in &self.pending[..self.pending_len] {
-            add_powers::<F>(sums, x);
+        for &id in &self.pending[..self.pending_len] {
+            add_powers::<F>(sums, F::element(id));
         }
     }
 
@@ -153,8 +163,25 @@ impl<F: Field> PowerSums<F> {
     pub fn quack_into(&self, out: &mut Quack<F>) {
         self.sums_into(&mut out.sums);
         out.threshold = self.threshold() as u8;
-        out.count = self.count;
-        out.last = self.last;
+        out.count = self.count();
+        out.last = self.last();
+    }
+}
+
+/// Folds a full batch into the lanes, normalising them when due.
+#[inline(never)]
+fn fold_batch<F: Field>(lanes: &mut [[u64; LANES]], batch: &[F::Id; BATCH], batches: &mut u32) {
+    let mut xs = [0u64; BATCH];
+    for (x, &id) in xs.iter_mut().zip(batch) {
+        *x = F::element(id);
+    }
+    accumulate::<F>(lanes, &xs);
+    *batches += 1;
+    if *batches == F::LANE_BATCHES {
+        for lane in lanes.iter_mut() {
+            lane.iter_mut().for_each(|v| *v = F::normalize(*v));
+        }
+        *batches = 0;
     }
 }
 
