@@ -1,0 +1,64 @@
+//! Deterministic connection IDs: a counter, tagged per endpoint.
+
+use netsim::Seed;
+use noq_proto::{ConnectionId, ConnectionIdGenerator};
+use rand_chacha::rand_core::RngCore;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Length of the connection IDs our endpoints issue.
+const CID_LEN: usize = 8;
+
+/// Issues `tag (4 bytes) ‖ counter (4 bytes)`, the tag drawn from the seed,
+/// so two endpoints in one run issue different IDs. Not unlinkable, which
+/// RFC 9000 asks for on the Internet; fine in a simulator, and the
+/// difference is invisible to a middlebox that does not track CIDs.
+#[derive(Debug)]
+pub(crate) struct CounterCidGenerator {
+    tag: u32,
+    next: u32,
+}
+
+impl CounterCidGenerator {
+    /// A factory for `noq_proto::EndpointConfig::cid_generator`.
+    pub(crate) fn factory(
+        seed: Seed,
+        label: &str,
+    ) -> Arc<dyn Fn() -> Box<dyn ConnectionIdGenerator> + Send + Sync> {
+        let tag = seed.rng(&format!("{label}/cid")).next_u32();
+        Arc::new(move || Box::new(CounterCidGenerator { tag, next: 0 }))
+    }
+}
+
+impl ConnectionIdGenerator for CounterCidGenerator {
+    fn generate_cid(&mut self) -> ConnectionId {
+        let mut bytes = [0u8; CID_LEN];
+        bytes[..4].copy_from_slice(&self.tag.to_be_bytes());
+        bytes[4..].copy_from_slice(&self.next.to_be_bytes());
+        self.next = self.next.wrapping_add(1);
+        ConnectionId::new(&bytes)
+    }
+
+    fn cid_len(&self) -> usize {
+        CID_LEN
+    }
+
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The client's initial destination CIDs: 8 bytes from the seed, then a
+/// counter for further connections.
+pub(crate) fn initial_dcid_provider(
+    seed: Seed,
+    label: &str,
+) -> Arc<dyn Fn() -> ConnectionId + Send + Sync> {
+    let base = seed.rng(&format!("{label}/initial-dcid")).next_u64();
+    let count = AtomicU64::new(0);
+    Arc::new(move || {
+        let n = count.fetch_add(1, Ordering::Relaxed);
+        ConnectionId::new(&base.wrapping_add(n).to_be_bytes())
+    })
+}

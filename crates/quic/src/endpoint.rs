@@ -1,0 +1,380 @@
+//! The driver shared by client and server: one `noq_proto::Endpoint`, its
+//! connections and their applications, in virtual time.
+
+use crate::app::App;
+use crate::clock::SimClock;
+use crate::clock::VirtualWallClock;
+use crate::metrics::{ConnRecord, ConnStats, Sample};
+use crate::probe::InFlightGauge;
+use crate::session::Session;
+use crate::setup::EndpointSetup;
+use bytes::{Bytes, BytesMut};
+use netsim::{Datagram, Rate, Time};
+use noq_proto::{
+    ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, Event, FourTuple, Incoming, PathId,
+    ServerConfig,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One connection with its application and records.
+pub(crate) struct Conn<A> {
+    handle: ConnectionHandle,
+    conn: noq_proto::Connection,
+    pub(crate) app: A,
+    gauge: InFlightGauge,
+    pub(crate) record: ConnRecord,
+    next_sample: Option<Time>,
+    drained: bool,
+}
+
+/// A noq-proto endpoint driven in virtual time.
+pub(crate) struct Core<A> {
+    endpoint: Endpoint,
+    wall: VirtualWallClock,
+    local: std::net::SocketAddr,
+    clock: SimClock,
+    /// Connections by order of creation (noq-proto reuses handles of
+    /// drained connections, so they do not key the records).
+    conns: BTreeMap<u64, Conn<A>>,
+    /// The sequence number of each live handle.
+    live: BTreeMap<usize, u64>,
+    next_seq: u64,
+    outbox: VecDeque<Datagram>,
+    buf: Vec<u8>,
+    sample_interval: Option<Duration>,
+}
+
+impl<A: App> Core<A> {
+    pub(crate) fn new(
+        setup: &EndpointSetup,
+        local: std::net::SocketAddr,
+        sample_interval: Option<Duration>,
+    ) -> Core<A> {
+        let endpoint = Endpoint::new(setup.endpoint.clone(), None, true);
+        Core {
+            endpoint,
+            wall: setup.wall.clone(),
+            local,
+            clock: setup.clock,
+            conns: BTreeMap::new(),
+            live: BTreeMap::new(),
+            next_seq: 0,
+            outbox: VecDeque::new(),
+            buf: Vec::new(),
+            sample_interval,
+        }
+    }
+
+    /// Lets the endpoint accept connections (the configuration used until
+    /// a connection gets its own at accept time).
+    pub(crate) fn set_server_config(&mut self, config: Arc<ServerConfig>) {
+        self.endpoint.set_server_config(Some(config));
+    }
+
+    fn local_addr(&self) -> std::net::SocketAddr {
+        self.local
+    }
+
+    /// Starts a connection to `remote` running `app`.
+    pub(crate) fn connect(
+        &mut self,
+        now: Time,
+        config: ClientConfig,
+        gauge: InFlightGauge,
+        remote: std::net::SocketAddr,
+        server_name: &str,
+        app: A,
+    ) -> Result<(), noq_proto::ConnectError> {
+        self.wall.set(now);
+        let (handle, conn) =
+            self.endpoint
+                .connect(self.clock.instant(now), config, remote, server_name)?;
+        self.insert(now, handle, conn, gauge, app);
+        self.process(now);
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        now: Time,
+        handle: ConnectionHandle,
+        conn: noq_proto::Connection,
+        gauge: InFlightGauge,
+        app: A,
+    ) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.live.insert(handle.0, seq);
+        self.conns.insert(
+            seq,
+            Conn {
+                handle,
+                conn,
+                app,
+                gauge,
+                record: ConnRecord::default(),
+                next_sample: self
+                    .sample_interval
+                    .map(|interval| first_tick(now, interval)),
+                drained: false,
+            },
+        );
+    }
+
+    /// A datagram arrived. `accept` makes the configuration, gauge and
+    /// application of a new incoming connection (`None` refuses it).
+    pub(crate) fn handle_datagram(
+        &mut self,
+        now: Time,
+        datagram: Datagram,
+        accept: &mut dyn FnMut() -> Option<(Arc<ServerConfig>, InFlightGauge, A)>,
+    ) {
+        self.wall.set(now);
+        let instant = self.clock.instant(now);
+        let path = FourTuple::new(datagram.src, Some(self.local_addr().ip()));
+        let data = BytesMut::from(&datagram.payload[..]);
+        self.buf.clear();
+        match self
+            .endpoint
+            .handle(instant, path, None, data, &mut self.buf)
+        {
+            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                let seq = self.live.get(&handle.0).copied();
+                if let Some(c) = seq.and_then(|seq| self.conns.get_mut(&seq)) {
+                    c.conn.handle_event(event);
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => self.accept(now, incoming, accept),
+            Some(DatagramEvent::Response(transmit)) => {
+                let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+                self.outbox.push_back(Datagram::new(
+                    self.local_addr(),
+                    transmit.destination,
+                    payload,
+                ));
+            }
+            None => {}
+        }
+        self.process(now);
+    }
+
+    fn accept(
+        &mut self,
+        now: Time,
+        incoming: Incoming,
+        accept: &mut dyn FnMut() -> Option<(Arc<ServerConfig>, InFlightGauge, A)>,
+    ) {
+        let instant = self.clock.instant(now);
+        self.buf.clear();
+        let Some((config, gauge, app)) = accept() else {
+            let transmit = self.endpoint.refuse(incoming, &mut self.buf);
+            let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+            self.outbox.push_back(Datagram::new(
+                self.local_addr(),
+                transmit.destination,
+                payload,
+            ));
+            return;
+        };
+        match self
+            .endpoint
+            .accept(incoming, instant, &mut self.buf, Some(config))
+        {
+            Ok((handle, conn)) => self.insert(now, handle, conn, gauge, app),
+            Err(error) => {
+                if let Some(transmit) = error.response {
+                    let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+                    self.outbox.push_back(Datagram::new(
+                        self.local_addr(),
+                        transmit.destination,
+                        payload,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Timers due by `now` fire.
+    pub(crate) fn handle_timeout(&mut self, now: Time) {
+        self.wall.set(now);
+        let instant = self.clock.instant(now);
+        for c in self.conns.values_mut().filter(|c| !c.drained) {
+            if c.conn.poll_timeout().is_some_and(|t| t <= instant) {
+                c.conn.handle_timeout(instant);
+            }
+        }
+        self.process(now);
+        if let Some(interval) = self.sample_interval {
+            for c in self.conns.values_mut().filter(|c| !c.drained) {
+                if let Some(mut at) = c.next_sample.filter(|&at| at <= now) {
+                    c.record.samples.push(sample(&mut c.conn, &c.gauge, now));
+                    while at <= now {
+                        at += interval;
+                    }
+                    c.next_sample = Some(at);
+                }
+                if c.conn.is_closed() {
+                    c.next_sample = None;
+                }
+            }
+        }
+    }
+
+    /// The next datagram to send.
+    pub(crate) fn poll_transmit(&mut self, now: Time) -> Option<Datagram> {
+        if let Some(d) = self.outbox.pop_front() {
+            return Some(d);
+        }
+        let instant = self.clock.instant(now);
+        let local = self.local_addr();
+        let mut sent = None;
+        for (&seq, c) in self.conns.iter_mut().filter(|(_, c)| !c.drained) {
+            self.buf.clear();
+            if let Some(transmit) = c
+                .conn
+                .poll_transmit(instant, NonZeroUsize::MIN, &mut self.buf)
+            {
+                c.record.first_tx.get_or_insert(now);
+                let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+                sent = Some((seq, Datagram::new(local, transmit.destination, payload)));
+                break;
+            }
+        }
+        let (seq, datagram) = sent?;
+        self.process_one(now, seq);
+        Some(datagram)
+    }
+
+    /// When the next timer (a connection's or a sampling tick) is due.
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        self.conns
+            .values()
+            .filter(|c| !c.drained)
+            .flat_map(|c| {
+                let timer = c.conn.poll_timeout().map(|i| self.clock.time(i));
+                [timer, c.next_sample]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// The connections, in creation order.
+    pub(crate) fn conns(&self) -> impl Iterator<Item = &Conn<A>> + '_ {
+        self.conns.values()
+    }
+
+    /// Closes every connection cleanly (application code 0).
+    pub(crate) fn close_all(&mut self, now: Time) {
+        let instant = self.clock.instant(now);
+        for c in self.conns.values_mut().filter(|c| !c.conn.is_closed()) {
+            c.conn.close(
+                instant,
+                noq_proto::VarInt::from_u32(0),
+                Bytes::from_static(b"done"),
+            );
+        }
+        self.process(now);
+    }
+
+    /// Whether every connection is closed and everything queued was sent.
+    pub(crate) fn all_closed(&self) -> bool {
+        self.outbox.is_empty() && self.conns.values().all(|c| c.conn.is_closed())
+    }
+
+    /// Hands events between connections, endpoint and applications until
+    /// nothing is left to do.
+    fn process(&mut self, now: Time) {
+        let live: Vec<u64> = self.live.values().copied().collect();
+        for seq in live {
+            self.process_one(now, seq);
+        }
+    }
+
+    fn process_one(&mut self, now: Time, seq: u64) {
+        let instant = self.clock.instant(now);
+        let Some(c) = self.conns.get_mut(&seq) else {
+            return;
+        };
+        if c.drained {
+            return;
+        }
+        while let Some(event) = c.conn.poll_endpoint_events() {
+            let drained = event.is_drained();
+            if let Some(reply) = self.endpoint.handle_event(c.handle, event) {
+                c.conn.handle_event(reply);
+            }
+            if drained {
+                c.drained = true;
+                c.next_sample = None;
+                self.live.remove(&c.handle.0);
+            }
+        }
+        while let Some(event) = c.conn.poll() {
+            match event {
+                Event::Connected => {
+                    c.record.connected_at.get_or_insert(now);
+                }
+                Event::ConnectionLost { reason } => {
+                    c.record.error.get_or_insert_with(|| reason.to_string());
+                }
+                _ => {}
+            }
+        }
+        if !c.drained && !c.conn.is_closed() {
+            c.app.drive(&mut Session::new(&mut c.conn, now, instant));
+        }
+        if c.conn.is_closed() {
+            c.record.closed_at.get_or_insert(now);
+        }
+        c.record.stats = stats(&mut c.conn);
+    }
+}
+
+/// The first multiple of `interval` at or after `now`, so that all
+/// connections of a run sample at the same instants.
+fn first_tick(now: Time, interval: Duration) -> Time {
+    let step = u64::try_from(interval.as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    Time::from_nanos(now.as_nanos().div_ceil(step).saturating_mul(step))
+}
+
+/// The connection's counters now.
+fn stats(conn: &mut noq_proto::Connection) -> ConnStats {
+    let all = conn.stats();
+    let path = conn.path_stats(PathId::ZERO).unwrap_or_default();
+    ConnStats {
+        sent_packets: all.sent_packets,
+        lost_packets: all.lost_packets,
+        lost_bytes: all.lost_bytes,
+        congestion_events: path.congestion_events,
+        spurious_congestion_events: path.spurious_congestion_events,
+        udp_tx_datagrams: all.udp_tx.datagrams,
+        udp_tx_bytes: all.udp_tx.bytes,
+        udp_rx_datagrams: all.udp_rx.datagrams,
+        udp_rx_bytes: all.udp_rx.bytes,
+        smoothed_rtt: path.rtt,
+        cwnd_bytes: path.cwnd,
+    }
+}
+
+/// One time-series sample of the connection's sender state.
+fn sample(conn: &mut noq_proto::Connection, gauge: &InFlightGauge, now: Time) -> Sample {
+    let pacing_rate = conn
+        .congestion_state(PathId::ZERO)
+        .and_then(|cc| cc.metrics().pacing_rate)
+        .map(|bytes_per_sec| Rate::from_bps(bytes_per_sec.saturating_mul(8)));
+    let stats = stats(conn);
+    Sample {
+        at: now,
+        cwnd_bytes: stats.cwnd_bytes,
+        pacing_rate,
+        smoothed_rtt: stats.smoothed_rtt,
+        bytes_in_flight: gauge.bytes(),
+        lost_packets: stats.lost_packets,
+        spurious_losses: stats.spurious_congestion_events,
+    }
+}

@@ -1,0 +1,168 @@
+//! A transparent wrapper around a connection's congestion controller that
+//! tracks bytes in flight from the controller callbacks, because
+//! noq-proto's public API does not expose them.
+
+use crate::controllers::SharedFactory;
+use noq_proto::RttEstimator;
+use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Bytes in flight as the controller sees them: set exactly after each
+/// batch of ACKs (`on_end_acks`), raised by every packet sent and lowered by
+/// every packet declared lost in between.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InFlightGauge(Arc<AtomicU64>);
+
+impl InFlightGauge {
+    pub(crate) fn bytes(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn set(&self, bytes: u64) {
+        self.0.store(bytes, Ordering::Relaxed);
+    }
+    fn add(&self, bytes: u64) {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+    fn sub(&self, bytes: u64) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(bytes))
+            });
+    }
+}
+
+/// Builds the inner factory's controller wrapped in a [`Probed`].
+pub(crate) struct ProbedFactory {
+    inner: SharedFactory,
+    gauge: InFlightGauge,
+}
+
+impl ProbedFactory {
+    pub(crate) fn new(inner: SharedFactory, gauge: InFlightGauge) -> ProbedFactory {
+        ProbedFactory { inner, gauge }
+    }
+}
+
+impl ControllerFactory for ProbedFactory {
+    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        Box::new(Probed {
+            inner: self.inner.clone().build(now, current_mtu),
+            gauge: self.gauge.clone(),
+        })
+    }
+}
+
+/// A controller that forwards every call to `inner` and feeds the gauge.
+#[derive(Debug)]
+struct Probed {
+    inner: Box<dyn Controller>,
+    gauge: InFlightGauge,
+}
+
+impl Controller for Probed {
+    fn on_sent(&mut self, now: Instant, bytes: u64, largest_pn: u64) {
+        self.inner.on_sent(now, bytes, largest_pn);
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
+        self.gauge.add(u64::from(bytes));
+        self.inner.on_packet_sent(now, bytes, pn);
+    }
+
+    fn on_cwnd_limited(&mut self) {
+        self.inner.on_cwnd_limited();
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        pn: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        self.inner.on_ack(now, sent, bytes, pn, app_limited, rtt);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        self.gauge.set(in_flight);
+        self.inner
+            .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        is_ecn: bool,
+        lost_bytes: u64,
+        largest_lost_pn: u64,
+    ) {
+        self.inner.on_congestion_event(
+            now,
+            sent,
+            is_persistent_congestion,
+            is_ecn,
+            lost_bytes,
+            largest_lost_pn,
+        );
+    }
+
+    fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: Instant) {
+        self.gauge.sub(u64::from(lost_bytes));
+        self.inner.on_packet_lost(lost_bytes, pn, now);
+    }
+
+    fn on_spurious_congestion_event(&mut self) {
+        self.inner.on_spurious_congestion_event();
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.inner.on_mtu_update(new_mtu);
+    }
+
+    fn on_ack_frequency_update(
+        &mut self,
+        ack_eliciting_threshold: u64,
+        requested_max_ack_delay: Duration,
+    ) {
+        self.inner
+            .on_ack_frequency_update(ack_eliciting_threshold, requested_max_ack_delay);
+    }
+
+    fn window(&self) -> u64 {
+        self.inner.window()
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        self.inner.metrics()
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(Probed {
+            inner: self.inner.clone_box(),
+            gauge: self.gauge.clone(),
+        })
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.inner.initial_window()
+    }
+
+    /// The wrapped controller, so callers can downcast to its own type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self.inner.into_any()
+    }
+}

@@ -1,0 +1,142 @@
+//! Building the deterministic noq-proto configuration of one endpoint:
+//! endpoint config, rustls provider, client and server crypto, and the
+//! per-connection transport config.
+
+use crate::certificate::{PinnedCertVerifier, TestCertificate};
+use crate::cid::{CounterCidGenerator, initial_dcid_provider};
+use crate::clock::{SimClock, VirtualWallClock};
+use crate::config::QuicConfig;
+use crate::controllers::{SharedFactory, UnknownController};
+use crate::entropy::{SeededRandom, SeededX25519};
+use crate::keys::{TokenKey, reset_key};
+use crate::probe::{InFlightGauge, ProbedFactory};
+use noq_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use noq_proto::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+use rustls::crypto::CryptoProvider;
+use std::sync::Arc;
+
+/// Everything fixed about one endpoint, built once from its [`QuicConfig`].
+pub(crate) struct EndpointSetup {
+    /// The noq-proto endpoint configuration (seeded RNG, reset key, CIDs).
+    pub(crate) endpoint: Arc<EndpointConfig>,
+    /// The controller factory chosen by name.
+    pub(crate) controller: SharedFactory,
+    /// The rustls provider with seeded randomness and key exchange.
+    provider: Arc<CryptoProvider>,
+    /// The label this endpoint's random streams derive from.
+    label: String,
+    /// The endpoint's virtual wall clock (for tokens).
+    pub(crate) wall: VirtualWallClock,
+    /// The endpoint's map from virtual time to `Instant`s.
+    pub(crate) clock: SimClock,
+    /// Where qlog traces go, if anywhere.
+    #[cfg(feature = "qlog")]
+    qlog: Option<crate::qlog::QlogSet>,
+}
+
+impl EndpointSetup {
+    /// The setup of the endpoint called `label` (unique in the run, e.g.
+    /// `quic/10.0.0.1:4433`).
+    pub(crate) fn new(
+        config: &QuicConfig,
+        label: &str,
+    ) -> Result<EndpointSetup, UnknownController> {
+        let controller = config.registry.get(&config.congestion)?;
+        let seed = config.seed;
+        let mut endpoint = EndpointConfig::new(reset_key(seed, label));
+        let mut rng_seed = [0u8; 32];
+        rand_chacha::rand_core::RngCore::fill_bytes(
+            &mut seed.rng(&format!("{label}/endpoint")),
+            &mut rng_seed,
+        );
+        endpoint
+            .rng_seed(Some(rng_seed))
+            .cid_generator(CounterCidGenerator::factory(seed, label));
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));
+        provider.kx_groups = vec![SeededX25519::leak(seed, &format!("{label}/tls-kx"))];
+        Ok(EndpointSetup {
+            endpoint: Arc::new(endpoint),
+            controller,
+            provider: Arc::new(provider),
+            label: label.to_string(),
+            wall: VirtualWallClock::default(),
+            clock: SimClock::new(),
+            #[cfg(feature = "qlog")]
+            qlog: config.qlog.clone(),
+        })
+    }
+
+    /// A transport config for one connection, whose controller feeds `gauge`.
+    fn transport(&self, gauge: &InFlightGauge) -> Arc<TransportConfig> {
+        let mut transport = TransportConfig::default();
+        transport
+            .congestion_controller_factory(Arc::new(ProbedFactory::new(
+                self.controller.clone(),
+                gauge.clone(),
+            )))
+            .enable_segmentation_offload(false);
+        #[cfg(feature = "qlog")]
+        if let Some(set) = &self.qlog {
+            transport.qlog_factory(Arc::new(crate::qlog::QlogFactory::new(
+                set.clone(),
+                self.clock,
+            )));
+        }
+        Arc::new(transport)
+    }
+
+    /// The client configuration of one connection.
+    pub(crate) fn client_config(&self, config: &QuicConfig, gauge: &InFlightGauge) -> ClientConfig {
+        let cert = TestCertificate::new();
+        let verifier = Arc::new(PinnedCertVerifier::new(
+            cert.cert_der().clone(),
+            self.provider.signature_verification_algorithms,
+        ));
+        let mut tls = rustls::ClientConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("the ring provider supports TLS 1.3")
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![crate::ALPN.to_vec()];
+        if let Some(keylog) = &config.keylog {
+            tls.key_log = Arc::new(keylog.clone());
+        }
+        let crypto = QuicClientConfig::try_from(tls).expect("the ring provider has AES-128-GCM");
+        let mut client = ClientConfig::new(Arc::new(crypto));
+        client
+            .transport_config(self.transport(gauge))
+            .initial_dst_cid_provider(initial_dcid_provider(config.seed, &self.label));
+        client
+    }
+
+    /// The server configuration of one connection.
+    pub(crate) fn server_config(
+        &self,
+        config: &QuicConfig,
+        gauge: &InFlightGauge,
+    ) -> Arc<ServerConfig> {
+        let cert = TestCertificate::new();
+        let mut tls = rustls::ServerConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("the ring provider supports TLS 1.3")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert_der().clone()], cert.key_der())
+            .expect("the test certificate matches its key");
+        tls.alpn_protocols = vec![crate::ALPN.to_vec()];
+        tls.max_early_data_size = u32::MAX;
+        if let Some(keylog) = &config.keylog {
+            tls.key_log = Arc::new(keylog.clone());
+        }
+        let crypto = QuicServerConfig::try_from(tls).expect("the ring provider has AES-128-GCM");
+        let mut server = ServerConfig::new(
+            Arc::new(crypto),
+            Arc::new(TokenKey::new(config.seed, &self.label)),
+        );
+        server
+            .transport_config(self.transport(gauge))
+            .time_source(Arc::new(self.wall.clone()));
+        Arc::new(server)
+    }
+}

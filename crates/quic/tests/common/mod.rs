@@ -1,0 +1,111 @@
+//! Shared scenario for the whole-run tests: a client and a server joined by
+//! a two-hop chain through one router.
+
+#![allow(dead_code)]
+
+use netsim::*;
+use quic::*;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// One scenario's knobs.
+#[derive(Clone, Debug)]
+pub(crate) struct Scenario {
+    pub(crate) seed: u64,
+    pub(crate) congestion: &'static str,
+    pub(crate) direction: Direction,
+    pub(crate) bytes: u64,
+    pub(crate) rate_mbps: u64,
+    pub(crate) delay: Duration,
+    pub(crate) loss: Option<LossModel>,
+    pub(crate) sampling: Option<Duration>,
+    pub(crate) keylog: bool,
+}
+
+impl Scenario {
+    pub(crate) fn new(bytes: u64) -> Scenario {
+        Scenario {
+            seed: 1,
+            congestion: "cubic",
+            direction: Direction::Download,
+            bytes,
+            rate_mbps: 10,
+            delay: Duration::from_millis(10),
+            loss: None,
+            sampling: None,
+            keylog: false,
+        }
+    }
+}
+
+/// What a run produced.
+pub(crate) struct Outcome {
+    pub(crate) report: Option<BulkReport>,
+    pub(crate) client: ConnRecord,
+    pub(crate) server: ConnRecord,
+    /// Client's access link, towards the client (downloads' data).
+    pub(crate) pcap: Vec<u8>,
+    /// Client's access link, towards the server (acks, uploads' data).
+    pub(crate) pcap_up: Vec<u8>,
+    pub(crate) keylog: String,
+    pub(crate) stop: StopReason,
+    pub(crate) end: Time,
+}
+
+pub(crate) fn run(s: &Scenario) -> Outcome {
+    let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+    let server_addr: SocketAddr = "10.0.1.1:4433".parse().unwrap();
+    let keylog = KeyLog::new();
+    let mut config = QuicConfig::new(Seed::new(s.seed)).with_congestion(s.congestion);
+    if let Some(interval) = s.sampling {
+        config = config.with_sampling(interval);
+    }
+    if s.keylog {
+        config = config.with_keylog(keylog.clone());
+    }
+    let client = QuicClient::new(
+        config.clone(),
+        client_addr,
+        server_addr,
+        BulkClient::new(s.direction, s.bytes),
+    )
+    .unwrap();
+    let server = QuicServer::new(config, server_addr, BulkServerFactory).unwrap();
+    // Buffer: 100 packets, about three BDPs (10 Mbit/s × 40 ms = 50 kB).
+    let access = LinkConfig::constant(s.delay, Rate::from_mbps(s.rate_mbps))
+        .with_buffer(BufferLimit::Packets(100));
+    // Random loss, if any, on the second hop only (both directions).
+    let mut bottleneck = access.clone();
+    if let Some(loss) = s.loss {
+        bottleneck = bottleneck.with_loss(loss);
+    }
+    let spec = ChainSpec::new(
+        HostSpec::new("client", client_addr.ip(), client),
+        HostSpec::new("server", server_addr.ip(), server),
+    )
+    .hop(HopConfig::symmetric(access))
+    .middle(MiddleSpec::forwarder("router"))
+    .hop(HopConfig::symmetric(bottleneck));
+    let mut sim = Simulator::new(Seed::new(s.seed));
+    let chain = sim.add_chain(spec).unwrap();
+    let pcap = sim.capture(chain.hops[0].reverse, CapturePoint::Delivered);
+    let pcap_up = sim.capture(chain.hops[0].forward, CapturePoint::Delivered);
+    let outcome = sim.run_until(Time::from_secs(120));
+    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
+    let server = sim
+        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+        .unwrap();
+    let report = BulkReport::from_hosts(client, server);
+    let client = client.record().cloned().unwrap_or_default();
+    let server = server.records().next().cloned().unwrap_or_default();
+    Outcome {
+        report,
+        client,
+        server,
+        pcap: sim.take_capture(pcap).unwrap(),
+        pcap_up: sim.take_capture(pcap_up).unwrap(),
+        keylog: keylog.contents(),
+        stop: outcome.reason,
+        end: sim.now(),
+    }
+}

@@ -1,0 +1,81 @@
+//! A crate outside this one adds its own congestion controller by name.
+
+use netsim::*;
+use quic::congestion::{Controller, ControllerFactory};
+use quic::{BulkClient, BulkReport, BulkServerFactory, ControllerRegistry, Direction};
+use quic::{QuicClient, QuicConfig, QuicServer};
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A controller with a constant window of 20 full packets.
+#[derive(Debug, Clone)]
+struct FixedWindow;
+
+const WINDOW: u64 = 20 * 1200;
+
+impl Controller for FixedWindow {
+    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
+    fn on_mtu_update(&mut self, _: u16) {}
+    fn window(&self) -> u64 {
+        WINDOW
+    }
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        WINDOW
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+struct FixedWindowFactory;
+
+impl ControllerFactory for FixedWindowFactory {
+    fn build(self: Arc<Self>, _: Instant, _: u16) -> Box<dyn Controller> {
+        Box::new(FixedWindow)
+    }
+}
+
+#[test]
+fn registered_controller_is_used() {
+    let mut registry = ControllerRegistry::builtin();
+    registry.register("fixed", Arc::new(FixedWindowFactory));
+    let config = QuicConfig::new(Seed::new(5))
+        .with_registry(registry)
+        .with_congestion("fixed")
+        .with_sampling(std::time::Duration::from_millis(100));
+    let (a, b) = (
+        "10.0.0.1:5000".parse().unwrap(),
+        "10.0.1.1:4433".parse().unwrap(),
+    );
+    let client = QuicClient::new(
+        config.clone(),
+        a,
+        b,
+        BulkClient::new(Direction::Download, 500_000),
+    )
+    .unwrap();
+    let server = QuicServer::new(config, b, BulkServerFactory).unwrap();
+    let link = LinkConfig::constant(std::time::Duration::from_millis(10), Rate::from_mbps(10));
+    let spec = ChainSpec::new(
+        HostSpec::new("c", a.ip(), client),
+        HostSpec::new("s", b.ip(), server),
+    )
+    .hop(HopConfig::symmetric(link));
+    let mut sim = Simulator::new(Seed::new(5));
+    let chain = sim.add_chain(spec).unwrap();
+    sim.run_until(Time::from_secs(60));
+    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
+    let server = sim
+        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+        .unwrap();
+    let report = BulkReport::from_hosts(client, server).expect("completed");
+    assert_eq!(report.bytes, 500_000);
+    let samples = &server.records().next().unwrap().samples;
+    assert!(!samples.is_empty());
+    assert!(samples.iter().all(|s| s.cwnd_bytes == WINDOW));
+    assert!(samples.iter().all(|s| s.bytes_in_flight <= WINDOW));
+}
