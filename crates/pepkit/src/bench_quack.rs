@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use quack::workload::{difference, pseudorandom_ids};
+use quack::workload::{difference, pseudorandom_ids, textbook};
 use quack::{Decoder, F16, F32, F64, Field, Missing, PowerSums};
 use serde::Serialize;
 
@@ -46,6 +46,16 @@ struct Report {
     steal_percent: Option<f64>,
     encode: Vec<EncodeRow>,
     decode: Vec<DecodeRow>,
+    /// The textbook scalar implementation measured in the same run (32-bit,
+    /// t = 10; decode n = 25, m = 10): a yardstick that moves with the
+    /// machine, so the speed-up holds when absolute figures wobble.
+    textbook: Textbook,
+}
+
+#[derive(Serialize)]
+struct Textbook {
+    encode_ns_per_packet: f64,
+    decode_us: f64,
 }
 
 #[derive(Serialize)]
@@ -79,6 +89,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             decode.push(decode_row(n, m, args.rounds));
         }
     }
+    let textbook = textbook_row(args.rounds);
     let steal_percent = before.zip(cpu_times()).and_then(|(a, b)| {
         let total = b.total.checked_sub(a.total)?;
         (total > 0).then(|| 100.0 * b.steal.saturating_sub(a.steal) as f64 / total as f64)
@@ -89,6 +100,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         steal_percent,
         encode,
         decode,
+        textbook,
     };
     if args.json {
         println!(
@@ -140,6 +152,22 @@ fn encode_row<F: Field>(threshold: usize, rounds: u32) -> EncodeRow {
         threshold,
         ns_per_packet: median / PACKETS as f64,
         best_ns_per_packet: best / PACKETS as f64,
+    }
+}
+
+fn textbook_row(rounds: u32) -> Textbook {
+    let ids = pseudorandom_ids::<F32>(PACKETS, 1);
+    let (encode, _) = measure_ns(rounds, || {
+        black_box(textbook::encode(black_box(&ids), 10));
+    });
+    let (diff, sent) = difference::<F32>(25, 10);
+    let d: Vec<u64> = diff.power_sums().map(u64::from).collect();
+    let (decode, _) = measure_ns(rounds, || {
+        black_box(textbook::decode(black_box(&d), black_box(&sent)));
+    });
+    Textbook {
+        encode_ns_per_packet: encode / PACKETS as f64,
+        decode_us: decode / 1000.0,
     }
 }
 
@@ -265,6 +293,15 @@ fn print_tables(r: &Report) {
         decode.best_us,
         verdict(decode.us, decode.best_us, DECODE_TARGET_US)
     );
+    let t = &r.textbook;
+    println!(
+        "  the textbook scalar implementation in this run: encode {:.2} ns/packet ({:.1}x slower), \
+         decode {:.3} µs ({:.1}x slower)",
+        t.encode_ns_per_packet,
+        t.encode_ns_per_packet / encode.ns_per_packet,
+        t.decode_us,
+        t.decode_us / decode.us
+    );
     print_steal(r.steal_percent);
 }
 
@@ -274,7 +311,10 @@ fn print_steal(steal: Option<f64>) {
             "\nwarning: the hypervisor took {p:.0}% of this machine's CPU time during the run \
              (steal time); the figures are unreliable, run again when the host is quieter"
         ),
-        Some(p) => println!("\nsteal time during the run: {p:.1}% (the figures are trustworthy)"),
+        Some(p) => println!(
+            "\nsteal time during the run: {p:.1}% (low; a busy neighbour on a shared core can \
+             still move the figures by 20%, the speed-ups much less)"
+        ),
         None => {}
     }
 }

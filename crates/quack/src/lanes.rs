@@ -14,6 +14,13 @@ use crate::field::Field;
 /// words per quACK).
 pub(crate) const LANES: usize = 8;
 
+/// One power sum's lane accumulators, aligned to a cache line: a row
+/// that straddled two lines would split half of its vector loads, by an
+/// amount that depends on where the allocator put it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub(crate) struct Lane(pub(crate) [u64; LANES]);
+
 /// Identifiers folded by one call of the encode kernel, and candidates
 /// evaluated together by the decoder: enough independent multiply chains to
 /// hide the latency of a modular multiplication.
@@ -23,20 +30,20 @@ pub(crate) const BATCH: usize = 4 * LANES;
 /// with [`Field::lane_add`]: the caller normalises the lanes at least every
 /// [`Field::LANE_BATCHES`] calls.
 #[inline]
-pub(crate) fn accumulate<F: Field>(lanes: &mut [[u64; LANES]], xs: &[u64; BATCH]) {
+pub(crate) fn accumulate<F: Field>(lanes: &mut [Lane], xs: &[u64; BATCH]) {
     let prepared = prepare::<F>(xs);
     let mut pow = *xs;
     let Some((last, earlier)) = lanes.split_last_mut() else {
         return;
     };
     for acc in earlier {
-        add_lanes::<F>(acc, &pow);
+        add_lanes::<F>(&mut acc.0, &pow);
         for l in 0..BATCH {
             pow[l] = F::kernel_mul(pow[l], xs[l], prepared[l]);
         }
     }
     // The last power needs no successor.
-    add_lanes::<F>(last, &pow);
+    add_lanes::<F>(&mut last.0, &pow);
 }
 
 /// Adds `BATCH` values into `LANES` accumulators.
@@ -51,8 +58,9 @@ fn add_lanes<F: Field>(acc: &mut [u64; LANES], values: &[u64; BATCH]) {
     }
 }
 
-/// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`).
-#[inline]
+/// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`):
+/// the plain scalar reference the kernels are tested against.
+#[cfg(test)]
 pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
     let mut pow = x;
     for s in sums.iter_mut() {

@@ -4,7 +4,7 @@ use core::fmt;
 use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
-use crate::lanes::{BATCH, LANES, accumulate, add_powers};
+use crate::lanes::{BATCH, Lane, accumulate};
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -19,7 +19,7 @@ use crate::lanes::{BATCH, LANES, accumulate, add_powers};
 #[derive(Clone)]
 pub struct PowerSums<F: Field> {
     /// `lanes[k][l]`: the sum over lane `l` of `x^(k+1)`.
-    lanes: Vec<[u64; LANES]>,
+    lanes: Vec<Lane>,
     /// Identifiers not yet folded into the lanes, as inserted.
     pending: [F::Id; BATCH],
     pending_len: usize,
@@ -56,7 +56,7 @@ impl<F: Field> PowerSums<F> {
     pub fn new(threshold: usize) -> Result<Self, InvalidThreshold> {
         check_threshold(threshold)?;
         Ok(Self {
-            lanes: vec![[0; LANES]; threshold],
+            lanes: vec![Lane::default(); threshold],
             pending: [F::Id::default(); BATCH],
             pending_len: 0,
             batches: 0,
@@ -122,7 +122,7 @@ impl<F: Field> PowerSums<F> {
         let prepared = F::kernel_prepare(x);
         let mut pow = x;
         for lane in &mut self.lanes {
-            lane[0] = F::sub(F::normalize(lane[0]), pow);
+            lane.0[0] = F::sub(F::normalize(lane.0[0]), pow);
             pow = F::kernel_mul(pow, x, prepared);
         }
         self.removals = self.removals.wrapping_add(1);
@@ -130,7 +130,9 @@ impl<F: Field> PowerSums<F> {
 
     /// Empties the multiset, keeping the threshold.
     pub fn clear(&mut self) {
-        self.lanes.iter_mut().for_each(|lane| *lane = [0; LANES]);
+        self.lanes
+            .iter_mut()
+            .for_each(|lane| *lane = Lane::default());
         self.pending_len = 0;
         self.batches = 0;
         self.folded_inserts = 0;
@@ -141,15 +143,28 @@ impl<F: Field> PowerSums<F> {
 
     /// Writes the current power sums into `sums` (resized to `t`).
     pub(crate) fn sums_into(&self, sums: &mut Vec<u64>) {
+        // The pending identifiers go through the vector kernel too, padded
+        // with zeros (which add nothing to any power sum), into scratch lanes.
+        let mut pending_lanes = vec![Lane::default(); self.lanes.len()];
+        if self.pending_len > 0 {
+            let mut xs = [0u64; BATCH];
+            for (x, &id) in xs.iter_mut().zip(&self.pending[..self.pending_len]) {
+                *x = F::element(id);
+            }
+            accumulate::<F>(&mut pending_lanes, &xs);
+        }
         sums.clear();
         sums.extend(
             self.lanes
                 .iter()
-                .map(|lane| lane.iter().fold(0, |acc, &v| F::add(acc, F::normalize(v)))),
+                .zip(&pending_lanes)
+                .map(|(lane, pending)| {
+                    lane.0
+                        .iter()
+                        .chain(&pending.0)
+                        .fold(0, |acc, &v| F::add(acc, F::normalize(v)))
+                }),
         );
-        for &id in &self.pending[..self.pending_len] {
-            add_powers::<F>(sums, F::element(id));
-        }
     }
 
     /// The quACK of the current multiset.
@@ -170,7 +185,7 @@ impl<F: Field> PowerSums<F> {
 
 /// Folds a full batch into the lanes, normalising them when due.
 #[inline(never)]
-fn fold_batch<F: Field>(lanes: &mut [[u64; LANES]], batch: &[F::Id; BATCH], batches: &mut u32) {
+fn fold_batch<F: Field>(lanes: &mut [Lane], batch: &[F::Id; BATCH], batches: &mut u32) {
     let mut xs = [0u64; BATCH];
     for (x, &id) in xs.iter_mut().zip(batch) {
         *x = F::element(id);
@@ -179,7 +194,7 @@ fn fold_batch<F: Field>(lanes: &mut [[u64; LANES]], batch: &[F::Id; BATCH], batc
     *batches += 1;
     if *batches == F::LANE_BATCHES {
         for lane in lanes.iter_mut() {
-            lane.iter_mut().for_each(|v| *v = F::normalize(*v));
+            lane.0.iter_mut().for_each(|v| *v = F::normalize(*v));
         }
         *batches = 0;
     }
@@ -309,6 +324,7 @@ impl<F: Field> Sub<&PowerSums<F>> for &PowerSums<F> {
 mod tests {
     use super::*;
     use crate::field::{F16, F32, F64};
+    use crate::lanes::add_powers;
 
     fn naive_sums<F: Field>(ids: &[u64], t: usize) -> Vec<u64> {
         let mut sums = vec![0; t];

@@ -37,3 +37,78 @@ pub fn difference<F: Field>(n: usize, m: usize) -> (Quack<F>, Vec<F::Id>) {
     }
     (&sender - &receiver, sent)
 }
+
+/// The straightforward scalar implementation (one power chain per packet,
+/// `%` reduction, Horner per candidate), as the authors' code does it: a
+/// yardstick to measure in the same run as the real encoder and decoder, so
+/// that the speed-up survives a noisy machine. 32-bit identifiers only.
+pub mod textbook {
+    const P: u64 = 4_294_967_291;
+
+    /// Power sums `p_1 ..= p_t` of `ids`, one identifier at a time.
+    pub fn encode(ids: &[u32], t: usize) -> Vec<u64> {
+        let mut sums = vec![0u64; t];
+        for &id in ids {
+            let x = id as u64 % P;
+            let mut y = x;
+            for s in sums.iter_mut() {
+                *s = (*s + y) % P;
+                y = y * x % P;
+            }
+        }
+        sums
+    }
+
+    /// The candidates that are roots of the polynomial with power sums `d`
+    /// (Newton's identities with Fermat inverses, then Horner per candidate).
+    pub fn decode(d: &[u64], candidates: &[u32]) -> Vec<u32> {
+        let m = d.len();
+        let mut c = vec![0u64; m];
+        for k in 1..=m {
+            let mut acc = d[k - 1];
+            for i in 1..k {
+                acc = (acc + c[k - i - 1] * d[i - 1] % P) % P;
+            }
+            c[k - 1] = (P - acc * inverse(k as u64) % P) % P;
+        }
+        candidates
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let x = id as u64 % P;
+                c.iter().fold(1u64, |r, &ci| (r * x % P + ci) % P) == 0
+            })
+            .collect()
+    }
+
+    fn inverse(k: u64) -> u64 {
+        let (mut result, mut base, mut exp) = (1u64, k % P, P - 2);
+        while exp > 0 {
+            if exp & 1 == 1 {
+                result = result * base % P;
+            }
+            base = base * base % P;
+            exp >>= 1;
+        }
+        result
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use crate::F32;
+        use crate::workload::{difference, pseudorandom_ids};
+
+        #[test]
+        fn agrees_with_the_real_implementation() {
+            let ids = pseudorandom_ids::<F32>(100, 3);
+            let mut sums = crate::PowerSums::<F32>::new(10).unwrap();
+            ids.iter().for_each(|&id| sums.insert(id));
+            let want: Vec<u64> = sums.quack().power_sums().map(u64::from).collect();
+            assert_eq!(super::encode(&ids, 10), want);
+
+            let (diff, sent) = difference::<F32>(25, 10);
+            let d: Vec<u64> = diff.power_sums().map(u64::from).collect();
+            assert_eq!(super::decode(&d, &sent), diff.decode(&sent).unwrap());
+        }
+    }
+}
