@@ -70,15 +70,20 @@ fn adaptive_red_drops_early_and_holds_the_target_band() {
     assert!(max_p > 0.05, "max_p {max_p}");
 }
 
-#[test]
-fn non_adaptive_red_below_min_never_drops() {
+/// A 10 Mbit/s link with a 400 kB RED queue whose max_p stays at 2%.
+fn non_adaptive_red_link() -> Link {
     let rate = Rate::from_mbps(10);
-    let mut link = Link::new(
+    Link::new(
         LinkConfig::constant(Duration::ZERO, rate)
             .with_red(RedConfig::new(400_000, rate).with_adaptive(false)),
         Seed::new(1),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn non_adaptive_red_below_min_never_drops() {
+    let mut link = non_adaptive_red_link();
     // 8 Mbit/s of 1000 B packets, evenly spaced: the queue never builds.
     for i in 0..100_000u64 {
         let fate = link.offer(Time::from_micros(i * 1000), 1000);
@@ -89,13 +94,7 @@ fn non_adaptive_red_below_min_never_drops() {
 
 #[test]
 fn average_decays_over_idle_periods() {
-    let rate = Rate::from_mbps(10);
-    let mut link = Link::new(
-        LinkConfig::constant(Duration::ZERO, rate)
-            .with_red(RedConfig::new(400_000, rate).with_adaptive(false)),
-        Seed::new(1),
-    )
-    .unwrap();
+    let mut link = non_adaptive_red_link();
     // A burst of 30 packets at t = 0 builds the average (the backlog stays
     // below the minimum threshold, so none is dropped).
     for _ in 0..30 {

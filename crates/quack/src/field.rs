@@ -46,12 +46,6 @@ pub trait Field:
     fn mul(a: u64, b: u64) -> u64;
     /// `a + b mod p` for `a, b < p`.
     fn add(a: u64, b: u64) -> u64;
-    /// `a * b + c mod p` for `a, b, c < p` (Horner's step; the small fields
-    /// add `c` before reducing, which saves a modular addition).
-    #[inline(always)]
-    fn mul_add(a: u64, b: u64, c: u64) -> u64 {
-        Self::add(Self::mul(a, b), c)
-    }
     /// `a - b mod p` for `a, b < p`.
     fn sub(a: u64, b: u64) -> u64;
     /// Precomputes what [`Field::kernel_mul`] needs of a multiplier that
@@ -134,6 +128,61 @@ const fn inverse_table(p: u64) -> [u64; MAX_THRESHOLD + 1] {
     table
 }
 
+/// The identifier conversions, the same for every width.
+macro_rules! identifier_ops {
+    ($id:ty, $inverses:ident) => {
+        type Id = $id;
+
+        #[inline(always)]
+        fn element(id: $id) -> u64 {
+            // Identifiers at or above p alias to id - p.
+            let v = id as u64;
+            v.min(v.wrapping_sub(Self::MODULUS))
+        }
+
+        #[inline(always)]
+        fn id(e: u64) -> $id {
+            e as $id
+        }
+
+        #[inline(always)]
+        fn inv_small(k: usize) -> u64 {
+            $inverses[k]
+        }
+
+        #[allow(clippy::unnecessary_cast)]
+        fn raw(id: $id) -> u64 {
+            id as u64
+        }
+
+        fn read_be(bytes: &[u8]) -> Option<$id> {
+            Some(<$id>::from_be_bytes(bytes.try_into().ok()?))
+        }
+
+        fn write_be(v: u64, out: &mut Vec<u8>) {
+            out.extend_from_slice(&(v as $id).to_be_bytes());
+        }
+
+        fn truncate(v: u64) -> $id {
+            v as $id
+        }
+    };
+}
+
+/// Lazy lane accumulation for the fields whose elements fit in 32 bits.
+macro_rules! lazy_lanes {
+    () => {
+        // At most BATCH / LANES = 4 elements below 2^32 per call: 2^24 calls
+        // stay below 2^58.
+        const LANE_BATCHES: u32 = 1 << 24;
+
+        #[inline(always)]
+        fn lane_add(acc: u64, v: u64) -> u64 {
+            acc + v
+        }
+    };
+}
+
 macro_rules! small_field_ops {
     ($p:expr) => {
         #[inline(always)]
@@ -160,20 +209,10 @@ impl sealed::Sealed for F16 {}
 static INV16: [u64; MAX_THRESHOLD + 1] = inverse_table(F16::MODULUS);
 
 impl Field for F16 {
-    type Id = u16;
+    identifier_ops!(u16, INV16);
+
     const MODULUS: u64 = 65_521;
     const ID_BYTES: usize = 2;
-
-    #[inline(always)]
-    fn element(id: u16) -> u64 {
-        let v = id as u64;
-        v.min(v.wrapping_sub(Self::MODULUS))
-    }
-
-    #[inline(always)]
-    fn id(e: u64) -> u16 {
-        e as u16
-    }
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {
@@ -193,38 +232,11 @@ impl Field for F16 {
 
     small_field_ops!(Self::MODULUS);
 
-    // Four elements below 2^32 per call: 2^24 calls stay below 2^58.
-    const LANE_BATCHES: u32 = 1 << 24;
-
-    #[inline(always)]
-    fn lane_add(acc: u64, v: u64) -> u64 {
-        acc + v
-    }
+    lazy_lanes!();
 
     #[inline(always)]
     fn normalize(acc: u64) -> u64 {
         acc % Self::MODULUS
-    }
-
-    #[inline(always)]
-    fn inv_small(k: usize) -> u64 {
-        INV16[k]
-    }
-
-    fn raw(id: u16) -> u64 {
-        id as u64
-    }
-
-    fn read_be(bytes: &[u8]) -> Option<u16> {
-        Some(u16::from_be_bytes(bytes.try_into().ok()?))
-    }
-
-    fn write_be(e: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(e as u16).to_be_bytes());
-    }
-
-    fn truncate(v: u64) -> u16 {
-        v as u16
     }
 }
 
@@ -281,32 +293,15 @@ impl sealed::Sealed for F32 {}
 static INV32: [u64; MAX_THRESHOLD + 1] = inverse_table(F32::MODULUS);
 
 impl Field for F32 {
-    type Id = u32;
+    identifier_ops!(u32, INV32);
+
     const MODULUS: u64 = 4_294_967_291;
     const ID_BYTES: usize = 4;
-
-    #[inline(always)]
-    fn element(id: u32) -> u64 {
-        let v = id as u64;
-        v.min(v.wrapping_sub(Self::MODULUS))
-    }
-
-    #[inline(always)]
-    fn id(e: u64) -> u32 {
-        e as u32
-    }
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {
         const MASK: u64 = 0xffff_ffff;
         Self::reduce((a & MASK) * (b & MASK))
-    }
-
-    #[inline(always)]
-    fn mul_add(a: u64, b: u64, c: u64) -> u64 {
-        const MASK: u64 = 0xffff_ffff;
-        // (2^32 - 1)^2 + 2^32 < 2^64: the sum cannot overflow.
-        Self::reduce((a & MASK) * (b & MASK) + (c & MASK))
     }
 
     small_field_ops!(Self::MODULUS);
@@ -333,38 +328,11 @@ impl Field for F32 {
         Self::add(Self::reduce(lo), Self::mul(Self::reduce(hi), 25))
     }
 
-    // Four elements below 2^32 per call: 2^24 calls stay below 2^58.
-    const LANE_BATCHES: u32 = 1 << 24;
-
-    #[inline(always)]
-    fn lane_add(acc: u64, v: u64) -> u64 {
-        acc + v
-    }
+    lazy_lanes!();
 
     #[inline(always)]
     fn normalize(acc: u64) -> u64 {
         Self::reduce(acc)
-    }
-
-    #[inline(always)]
-    fn inv_small(k: usize) -> u64 {
-        INV32[k]
-    }
-
-    fn raw(id: u32) -> u64 {
-        id as u64
-    }
-
-    fn read_be(bytes: &[u8]) -> Option<u32> {
-        Some(u32::from_be_bytes(bytes.try_into().ok()?))
-    }
-
-    fn write_be(e: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(e as u32).to_be_bytes());
-    }
-
-    fn truncate(v: u64) -> u32 {
-        v as u32
     }
 }
 
@@ -377,19 +345,10 @@ impl sealed::Sealed for F64 {}
 static INV64: [u64; MAX_THRESHOLD + 1] = inverse_table(F64::MODULUS);
 
 impl Field for F64 {
-    type Id = u64;
+    identifier_ops!(u64, INV64);
+
     const MODULUS: u64 = 18_446_744_073_709_551_557;
     const ID_BYTES: usize = 8;
-
-    #[inline(always)]
-    fn element(id: u64) -> u64 {
-        id.min(id.wrapping_sub(Self::MODULUS))
-    }
-
-    #[inline(always)]
-    fn id(e: u64) -> u64 {
-        e
-    }
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {
@@ -434,27 +393,6 @@ impl Field for F64 {
     #[inline(always)]
     fn normalize(acc: u64) -> u64 {
         acc
-    }
-
-    #[inline(always)]
-    fn inv_small(k: usize) -> u64 {
-        INV64[k]
-    }
-
-    fn raw(id: u64) -> u64 {
-        id
-    }
-
-    fn read_be(bytes: &[u8]) -> Option<u64> {
-        Some(u64::from_be_bytes(bytes.try_into().ok()?))
-    }
-
-    fn write_be(e: u64, out: &mut Vec<u8>) {
-        out.extend_from_slice(&e.to_be_bytes());
-    }
-
-    fn truncate(v: u64) -> u64 {
-        v
     }
 }
 
