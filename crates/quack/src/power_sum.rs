@@ -18,7 +18,7 @@ use crate::lanes::{BATCH, Lane, accumulate};
 /// share of one vector multiply-add per power sum.
 #[derive(Clone)]
 pub struct PowerSums<F: Field> {
-    /// `lanes[k][l]`: the sum over lane `l` of `x^(k+1)`.
+    /// `lanes[k].0[l]`: the sum over lane `l` of `x^(k+1)`.
     lanes: Vec<Lane>,
     /// Identifiers not yet folded into the lanes, as inserted.
     pending: [F::Id; BATCH],
@@ -107,6 +107,9 @@ impl<F: Field> PowerSums<F> {
             fold_batch::<F>(&mut self.lanes, &self.pending, &mut self.batches);
             self.folded_inserts = self.folded_inserts.wrapping_add(BATCH as u32);
             self.last_folded = Some(self.pending[BATCH - 1]);
+            // A removal of the last identifier is now history (and the
+            // wrapping insert count can never meet it again).
+            self.last_removed_at = None;
             self.pending_len = 0;
         }
     }
