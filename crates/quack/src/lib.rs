@@ -42,6 +42,25 @@
 //! let missing = (&sender - &proxy).decode(&sent).unwrap();
 //! assert_eq!(missing, vec![33]);
 //! ```
+//!
+//! The sender's view, as in the README:
+//!
+//! ```
+//! use quack::{Classification, F32, PowerSums, SendLog, SendSeq};
+//!
+//! let mut proxy = PowerSums::<F32>::new(10).unwrap();
+//! let mut log = SendLog::<F32>::new(10).unwrap();
+//! for id in [11, 22, 33, 44, 55, 66] {
+//!     log.push(id);
+//!     if id != 22 {
+//!         proxy.insert(id); // 22 is lost before the proxy
+//!     }
+//! }
+//! let mut out = Classification::default();
+//! log.apply(&proxy.quack(), &mut out).unwrap();
+//! assert_eq!(out.lost, vec![SendSeq(1)]); // 22: three later packets arrived
+//! assert_eq!(out.received.len(), 5);
+//! ```
 
 mod decode;
 mod field;
