@@ -37,6 +37,14 @@
 //! * **qlog** (feature `qlog`): `QlogSet` collects each connection's
 //!   qlog trace (JSON-SEQ) in memory, with times in milliseconds of virtual
 //!   time since the start of the run.
+//! * **Split-connection proxy.** [`SplitProxy`] is a netsim middlebox that
+//!   transparently terminates the client's QUIC connection (it answers as the
+//!   server's address) and relays its streams over its own connection to the
+//!   server, each leg with its own controller: the "split CUBIC" reference
+//!   of Sidekick appendix A, for QUIC.
+//! * **Media workload.** [`MediaSender`] and [`MediaReceiver`] (Sidekick
+//!   §5.1): 240 B every 20 ms over UDP, NACKs, a de-jitter buffer and the
+//!   de-jitter delay of every packet; see the `media` module docs.
 //! * **TLS key log.** [`KeyLog`] collects the SSLKEYLOGFILE lines of both
 //!   endpoints in memory, so a netsim pcap can be decrypted later with
 //!   `tshark -o tls.keylog_file:KEYS -r run.pcap`.
@@ -84,8 +92,9 @@
 //!   datagrams or ECN (netsim has no ECN field).
 //! * No certificate authority: the client trusts exactly the test
 //!   certificate. The keys are public test keys; this is a simulator.
-//! * Only the bulk workload so far (media, rtc, short flows and video are
-//!   to come, on the same [`App`] hook).
+//! * Workloads so far: bulk (over QUIC) and media ([`MediaSender`] /
+//!   [`MediaReceiver`], Sidekick §5.1, plain UDP with an AEAD-sealed
+//!   sequence number); rtc, short flows and video are to come.
 //!
 //! # Example
 //!
@@ -124,6 +133,7 @@ mod endpoint;
 mod entropy;
 mod keylog;
 mod keys;
+mod media;
 mod metrics;
 mod probe;
 #[cfg(feature = "qlog")]
@@ -131,6 +141,7 @@ mod qlog;
 mod server;
 mod session;
 mod setup;
+mod split_proxy;
 
 pub use app::{App, AppFactory};
 pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
@@ -140,11 +151,16 @@ pub use clock::SimClock;
 pub use config::QuicConfig;
 pub use controllers::{ControllerRegistry, SharedFactory, UnknownController};
 pub use keylog::KeyLog;
+pub use media::{
+    DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
+    MediaReceiverStats, MediaSender, MediaSenderStats, MediaTransmission, MediaWireError,
+};
 pub use metrics::{ConnRecord, ConnStats, Sample};
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;
 pub use server::QuicServer;
 pub use session::{ReadStatus, Session, StreamError, StreamId};
+pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
 
 /// The congestion-control interface of the QUIC state machine, for crates
 /// that bring their own controllers.
