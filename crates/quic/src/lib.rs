@@ -92,9 +92,16 @@
 //!   datagrams or ECN (netsim has no ECN field).
 //! * No certificate authority: the client trusts exactly the test
 //!   certificate. The keys are public test keys; this is a simulator.
-//! * Workloads so far: bulk (over QUIC) and media ([`MediaSender`] /
+//! * Workloads so far: bulk (over QUIC), media ([`MediaSender`] /
 //!   [`MediaReceiver`], Sidekick §5.1, plain UDP with an AEAD-sealed
-//!   sequence number); rtc, short flows and video are to come.
+//!   sequence number), rtc ([`RtcSender`] / [`RtcReceiver`], PEMI §6.1.2:
+//!   30 fps at 3000 kbit/s from the server, one stream per frame, frame
+//!   delay and jitter in an [`RtcReport`]) and short flows
+//!   ([`ShortFlowsClient`] / [`ShortFlowsServerFactory`], TECC §6:
+//!   request/response exchanges, sequential or Poisson, one stream each,
+//!   flow completion times in a [`ShortFlowsReport`]). Applications that
+//!   keep time of their own ([`AppTimer`]) run inside the [`Timed`] host
+//!   wrapper. Video is to come.
 //!
 //! # Example
 //!
@@ -138,10 +145,13 @@ mod metrics;
 mod probe;
 #[cfg(feature = "qlog")]
 mod qlog;
+mod rtc;
 mod server;
 mod session;
 mod setup;
+mod short_flows;
 mod split_proxy;
+mod timed;
 
 pub use app::{App, AppFactory};
 pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
@@ -158,9 +168,15 @@ pub use media::{
 pub use metrics::{ConnRecord, ConnStats, Sample};
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;
+pub use rtc::{FrameRecord, RtcConfig, RtcReceiver, RtcReport, RtcSender, RtcSenderFactory};
 pub use server::QuicServer;
 pub use session::{ReadStatus, Session, StreamError, StreamId};
+pub use short_flows::{
+    Arrivals, FlowRecord, ShortFlowsClient, ShortFlowsReport, ShortFlowsServer,
+    ShortFlowsServerFactory,
+};
 pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
+pub use timed::{AppTimer, AppTimerHost, Timed};
 
 /// The congestion-control interface of the QUIC state machine, for crates
 /// that bring their own controllers.
