@@ -4,6 +4,7 @@
 //! file of its own.
 
 mod bench_quack;
+mod run_scenario;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a scenario file's variants × trials in the simulator and write
+    /// trial files, summary.json, CSVs, plots and summary.md.
+    Run(run_scenario::Args),
     /// Measure the speed of pepkit's hot paths on this machine.
     Bench {
         #[command(subcommand)]
@@ -35,6 +39,7 @@ enum BenchTarget {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run(args) => run_scenario::run(&args),
         Command::Bench {
             target: BenchTarget::Quack(args),
         } => bench_quack::run(&args),

@@ -18,6 +18,9 @@ pub struct QuicConfig {
     pub congestion: String,
     /// The controllers to choose from (default: [`ControllerRegistry::builtin`]).
     pub registry: ControllerRegistry,
+    /// Fix the UDP payload at this size and turn path-MTU discovery off
+    /// (default: noq-proto's, 1200 bytes growing by discovery up to 1452).
+    pub max_udp_payload: Option<u16>,
     /// Sample each connection's time series at this interval (default: off).
     pub sample_interval: Option<Duration>,
     /// Log TLS secrets here (default: off).
@@ -34,6 +37,7 @@ impl QuicConfig {
             seed,
             congestion: "cubic".to_string(),
             registry: ControllerRegistry::builtin(),
+            max_udp_payload: None,
             sample_interval: None,
             keylog: None,
             #[cfg(feature = "qlog")]
@@ -50,6 +54,14 @@ impl QuicConfig {
     /// Choose controllers from `registry`.
     pub fn with_registry(mut self, registry: ControllerRegistry) -> QuicConfig {
         self.registry = registry;
+        self
+    }
+
+    /// Send UDP payloads of at most `bytes` (at least 1200, QUIC's minimum),
+    /// without path-MTU discovery, as the Sidekick experiments' clients did.
+    pub fn with_max_udp_payload(mut self, bytes: u16) -> QuicConfig {
+        assert!(bytes >= 1200, "QUIC needs UDP payloads of at least 1200 bytes");
+        self.max_udp_payload = Some(bytes);
         self
     }
 

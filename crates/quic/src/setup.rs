@@ -29,6 +29,8 @@ pub(crate) struct EndpointSetup {
     pub(crate) wall: VirtualWallClock,
     /// The endpoint's map from virtual time to `Instant`s.
     pub(crate) clock: SimClock,
+    /// A fixed UDP payload size without MTU discovery, if asked for.
+    max_udp_payload: Option<u16>,
     /// Where qlog traces go, if anywhere.
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogSet>,
@@ -62,6 +64,7 @@ impl EndpointSetup {
             label: label.to_string(),
             wall: VirtualWallClock::default(),
             clock: SimClock::new(),
+            max_udp_payload: config.max_udp_payload,
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
         })
@@ -76,6 +79,12 @@ impl EndpointSetup {
                 gauge.clone(),
             )))
             .enable_segmentation_offload(false);
+        if let Some(bytes) = self.max_udp_payload {
+            transport
+                .initial_mtu(bytes)
+                .min_mtu(bytes)
+                .mtu_discovery_config(None);
+        }
         #[cfg(feature = "qlog")]
         if let Some(set) = &self.qlog {
             transport.qlog_factory(Arc::new(crate::qlog::QlogFactory::new(

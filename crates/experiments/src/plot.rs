@@ -1,0 +1,224 @@
+//! Figures in PNG and SVG, drawn with plotters and the embedded DejaVu Sans
+//! font (no system fonts needed).
+
+use crate::runner::RunResults;
+use crate::scenario::Plot;
+use crate::summary::metric_label;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::Once;
+
+/// Registers the embedded font as plotters' "sans-serif", once.
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+            .is_err()
+        {
+            panic!("the embedded DejaVu Sans font failed to load");
+        }
+    });
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Draws `figure` from `results` into `path` (PNG or SVG by extension).
+pub fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> DrawResult {
+    register_font();
+    let width = match figure {
+        Plot::Bars { .. } => (160 * results.summary.variants.len() as u32).clamp(640, 1600),
+        Plot::Cdf { .. } => 800,
+    };
+    let size = (width, 480);
+    let svg = path.extension().is_some_and(|e| e == "svg");
+    if svg {
+        let root = SVGBackend::new(path, size).into_drawing_area();
+        render(&root, figure, title, results)?;
+        root.present()?;
+    } else {
+        let root = BitMapBackend::new(path, size).into_drawing_area();
+        render(&root, figure, title, results)?;
+        root.present()?;
+    }
+    Ok(())
+}
+
+fn render<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    figure: &Plot,
+    title: &str,
+    results: &RunResults,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    match figure {
+        Plot::Bars { metric, .. } => bars(root, metric, title, results),
+        Plot::Cdf { distribution, .. } => cdf(root, distribution, title, results),
+    }
+}
+
+/// Medians as bars with p25–p75 error bars, and the paper's value as a
+/// black diamond where the scenario gives one (like Sidekick's Figure 5).
+fn bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    metric: &str,
+    title: &str,
+    results: &RunResults,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let variants = &results.summary.variants;
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let top = variants
+        .iter()
+        .flat_map(|v| {
+            let spread = v.metrics.get(metric).map(|s| s.p75);
+            spread.into_iter().chain(v.paper.get(metric).copied())
+        })
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.15;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(segments(names.len()), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc(metric_label(metric))
+        .x_labels(names.len())
+        .x_label_formatter(&|value| match value {
+            SegmentValue::CenterOf(i) => names.get(*i).copied().unwrap_or("").to_string(),
+            _ => String::new(),
+        })
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    let fill = Palette99::pick(0).mix(0.75).filled();
+    for (i, variant) in variants.iter().enumerate() {
+        let Some(spread) = variant.metrics.get(metric) else {
+            continue;
+        };
+        let (left, right) = (SegmentValue::Exact(i), SegmentValue::Exact(i + 1));
+        let mut bar = Rectangle::new([(left, 0.0), (right, spread.median)], fill);
+        bar.set_margin(0, 0, 12, 12);
+        chart.draw_series(std::iter::once(bar))?;
+        chart.draw_series(std::iter::once(ErrorBar::new_vertical(
+            SegmentValue::CenterOf(i),
+            spread.p25,
+            spread.median,
+            spread.p75,
+            BLACK.stroke_width(2),
+            12,
+        )))?;
+        if let Some(&paper) = variant.paper.get(metric) {
+            // A diamond in pixel offsets around the paper's value.
+            let marker = EmptyElement::at((SegmentValue::CenterOf(i), paper))
+                + Polygon::new(vec![(0, -7), (7, 0), (0, 7), (-7, 0)], BLACK.filled());
+            chart.draw_series(std::iter::once(marker))?;
+        }
+    }
+    root.draw(&Text::new(
+        "bars: median · whiskers: p25–p75 · ◆ paper",
+        (14, root.dim_in_pixel().1 as i32 - 16),
+        ("sans-serif", 12),
+    ))?;
+    Ok(())
+}
+
+/// One segment per variant. (A segmented `0..n` has `n + 1` segments.)
+fn segments(
+    n: usize,
+) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
+    (0..n.saturating_sub(1).max(1)).into_segmented()
+}
+
+/// The empirical CDF of a distribution pooled over each variant's trials.
+fn cdf<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    distribution: &str,
+    title: &str,
+    results: &RunResults,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let pooled: Vec<(String, Vec<f64>)> = results
+        .summary
+        .variants
+        .iter()
+        .zip(&results.trials)
+        .map(|(variant, trials)| {
+            let mut values: Vec<f64> = trials
+                .iter()
+                .flat_map(|t| {
+                    t.distributions
+                        .get(distribution)
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                })
+                .collect();
+            values.sort_by(f64::total_cmp);
+            (variant.name.clone(), values)
+        })
+        .collect();
+    // Show up to the largest 99.5th percentile, so one outlier does not
+    // squash every curve against the axis.
+    let right = pooled
+        .iter()
+        .filter(|(_, values)| !values.is_empty())
+        .map(|(_, values)| crate::stats::quantile(values, 0.995))
+        .fold(0.0_f64, f64::max)
+        .max(1e-9)
+        * 1.05;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..right, 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .x_desc(metric_label(distribution))
+        .y_desc("CDF")
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    for (index, (name, values)) in pooled.iter().enumerate() {
+        if values.is_empty() {
+            continue;
+        }
+        let color = Palette99::pick(index).to_rgba();
+        let n = values.len() as f64;
+        // At most ~2000 points per curve: every k-th order statistic.
+        let step = (values.len() / 2000).max(1);
+        let points = values
+            .iter()
+            .enumerate()
+            .step_by(step)
+            .chain(std::iter::once((
+                values.len() - 1,
+                &values[values.len() - 1],
+            )))
+            .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n));
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! Writes a run's results: trial files, `summary.json`, CSVs, plots and
+//! `summary.md`. Everything written is a function of the results alone (no
+//! wall-clock times, no host names), so a seed gives identical files.
+
+use crate::plot;
+use crate::runner::RunResults;
+use crate::scenario::{Plot, ScenarioFile, Workload};
+use crate::summary::{Summary, metric_label};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Writes everything under `dir` and returns the paths written, in order.
+pub fn write(
+    dir: &Path,
+    file: &ScenarioFile,
+    results: &RunResults,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut put = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, bytes)?;
+        written.push(path);
+        Ok(())
+    };
+    let mut figures = Vec::new();
+    for trials in &results.trials {
+        for trial in trials {
+            let name = format!("trials/{}/{}.json", slug(&trial.variant), trial.trial);
+            put(&name, &json(trial))?;
+        }
+    }
+    put("summary.json", &json(&results.summary))?;
+    put("trials.csv", trials_csv(results).as_bytes())?;
+    put("summary.csv", summary_csv(&results.summary).as_bytes())?;
+    for (name, csv) in distribution_csvs(results) {
+        put(&name, csv.as_bytes())?;
+    }
+    put("summary.md", markdown(&results.summary).as_bytes())?;
+    for (index, figure) in plots(file).iter().enumerate() {
+        let stem = match figure {
+            Plot::Bars { metric, .. } => format!("{index}-{metric}"),
+            Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
+        };
+        let title = match figure {
+            Plot::Bars { title, .. } | Plot::Cdf { title, .. } => {
+                title.clone().unwrap_or_else(|| file.base.title.clone())
+            }
+        };
+        for extension in ["svg", "png"] {
+            let path = dir.join(format!("{stem}.{extension}"));
+            plot::draw(&path, figure, &title, results)
+                .map_err(|error| std::io::Error::other(format!("{}: {error}", path.display())))?;
+            figures.push(path);
+        }
+    }
+    written.extend(figures);
+    Ok(written)
+}
+
+/// The figures a scenario asks for, or the workload's usual one.
+pub fn plots(file: &ScenarioFile) -> Vec<Plot> {
+    if !file.base.plots.is_empty() {
+        return file.base.plots.clone();
+    }
+    let cdf = |distribution: &str| Plot::Cdf {
+        distribution: distribution.into(),
+        title: None,
+    };
+    match file.base.workload {
+        Workload::Bulk { .. } => vec![Plot::Bars {
+            metric: "goodput_mbps".into(),
+            title: None,
+        }],
+        Workload::Media { .. } => vec![cdf("dejitter_ms")],
+        Workload::Rtc { .. } => vec![cdf("frame_delay_ms"), cdf("frame_jitter_ms")],
+        Workload::ShortFlows { .. } => vec![cdf("fct_ms")],
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("results serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// A file-name-safe form of a variant name: `split 1%` → `split-1pct`.
+pub fn slug(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.replace('%', "pct").chars() {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    slug.trim_matches('-').to_string()
+}
+
+/// Quotes a CSV field if it needs it.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// One row per trial: variant, trial, seed, completed, then every metric.
+fn trials_csv(results: &RunResults) -> String {
+    let metrics: BTreeSet<&str> = results
+        .trials
+        .iter()
+        .flatten()
+        .flat_map(|t| t.metrics.keys().map(String::as_str))
+        .collect();
+    let mut csv = String::from("variant,trial,seed,completed");
+    for metric in &metrics {
+        write!(csv, ",{metric}").unwrap();
+    }
+    csv.push('\n');
+    for trial in results.trials.iter().flatten() {
+        write!(
+            csv,
+            "{},{},{},{}",
+            csv_field(&trial.variant),
+            trial.trial,
+            trial.seed,
+            trial.completed
+        )
+        .unwrap();
+        for metric in &metrics {
+            match trial.metrics.get(*metric) {
+                Some(value) => write!(csv, ",{value}").unwrap(),
+                None => csv.push(','),
+            }
+        }
+        csv.push('\n');
+    }
+    csv
+}
+
+/// One row per variant and metric.
+fn summary_csv(summary: &Summary) -> String {
+    let mut csv = String::from("variant,metric,median,p25,p75,min,max,n,paper\n");
+    for variant in &summary.variants {
+        for (metric, s) in &variant.metrics {
+            let paper = variant
+                .paper
+                .get(metric)
+                .map_or(String::new(), f64::to_string);
+            writeln!(
+                csv,
+                "{},{metric},{},{},{},{},{},{},{paper}",
+                csv_field(&variant.name),
+                s.median,
+                s.p25,
+                s.p75,
+                s.min,
+                s.max,
+                s.n
+            )
+            .unwrap();
+        }
+    }
+    csv
+}
+
+/// `<distribution>.csv` with one row per value: variant, trial, value.
+fn distribution_csvs(results: &RunResults) -> Vec<(String, String)> {
+    let names: BTreeSet<&str> = results
+        .trials
+        .iter()
+        .flatten()
+        .flat_map(|t| t.distributions.keys().map(String::as_str))
+        .collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let mut csv = String::from("variant,trial,value\n");
+            for trial in results.trials.iter().flatten() {
+                for value in trial.distributions.get(name).into_iter().flatten() {
+                    writeln!(csv, "{},{},{value}", csv_field(&trial.variant), trial.trial).unwrap();
+                }
+            }
+            (format!("{name}.csv"), csv)
+        })
+        .collect()
+}
+
+/// A number with three significant digits, as tables show it.
+fn short(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 100.0 || value == 0.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// The run's table: per variant, each headline metric's median and IQR,
+/// with the paper's value beside it where the scenario names one.
+pub fn table(summary: &Summary) -> String {
+    let with_paper: BTreeSet<&str> = summary
+        .variants
+        .iter()
+        .flat_map(|v| v.paper.keys().map(String::as_str))
+        .collect();
+    let mut header = vec!["variant".to_string(), "trials".to_string()];
+    for metric in &summary.headline {
+        header.push(format!("{}: median [p25–p75]", metric_label(metric)));
+        if with_paper.contains(metric.as_str()) {
+            header.push("paper".to_string());
+        }
+    }
+    let mut out = format!("| {} |\n", header.join(" | "));
+    out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+    for variant in &summary.variants {
+        let trials = if variant.completed == variant.trials {
+            variant.trials.to_string()
+        } else {
+            format!(
+                "{} ({} unfinished)",
+                variant.trials,
+                variant.trials - variant.completed
+            )
+        };
+        let mut row = vec![variant.name.clone(), trials];
+        for metric in &summary.headline {
+            row.push(match variant.metrics.get(metric) {
+                Some(s) => format!("{} [{}–{}]", short(s.median), short(s.p25), short(s.p75)),
+                None => "–".to_string(),
+            });
+            if with_paper.contains(metric.as_str()) {
+                row.push(
+                    variant
+                        .paper
+                        .get(metric)
+                        .map_or("–".to_string(), |v| short(*v)),
+                );
+            }
+        }
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}
+
+/// `summary.md`: the title, the source, the table and where the rest is.
+pub fn markdown(summary: &Summary) -> String {
+    let mut md = format!("# {}\n\n", summary.title);
+    if let Some(source) = &summary.source {
+        writeln!(md, "Reproduces: {source}.\n").unwrap();
+    }
+    writeln!(
+        md,
+        "Scenario `{}`, seed {}, {} trials per variant. Medians across trials, \
+         with the interquartile range in brackets.\n",
+        summary.scenario, summary.seed, summary.trials
+    )
+    .unwrap();
+    md.push_str(&table(summary));
+    md.push_str(
+        "\nEvery metric of every variant is in `summary.json` and `summary.csv`; \
+         each trial's metrics, distributions and link counters are in `trials/`.\n",
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("split CUBIC, 1% loss"), "split-cubic-1pct-loss");
+        assert_eq!(slug("  QUIC/e2e "), "quic-e2e");
+    }
+
+    #[test]
+    fn numbers_keep_three_digits() {
+        assert_eq!(short(9.4123), "9.41");
+        assert_eq!(short(52.34), "52.3");
+        assert_eq!(short(123.4), "123");
+        assert_eq!(short(0.4312), "0.431");
+    }
+}

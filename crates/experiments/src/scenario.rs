@@ -1,0 +1,686 @@
+//! The scenario file: what to simulate, which variants to compare, how many
+//! trials, and the paper's numbers to put beside ours.
+//!
+//! A scenario is a TOML document (see `docs/experiments.md` for the full
+//! reference and `scenarios/` for examples). Every `[[variant]]` table is
+//! merged key by key over the rest of the document, so a variant states
+//! only what it changes (`hops.near.loss = 0.01`, `middle = "split"`).
+//! Unknown or mistyped fields are errors that name the field, the variant
+//! and what is allowed.
+
+use crate::units::{BitRate, Bytes, Span};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use thiserror::Error;
+
+/// A scenario file that failed to load.
+#[derive(Debug, Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A field is missing, unknown, of the wrong type or out of range.
+    #[error("{path}: {context}`{field}`: {message}")]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// `"variant \"X\": "` when the error arose in a variant, else empty.
+        context: String,
+        /// The field's dotted path, such as `hops.near.loss`.
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// One end of the path.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    /// Its IP address.
+    pub addr: IpAddr,
+    /// Its UDP port (default: 4433 for the server, 5000 for the client).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// The congestion controller of the data it sends (QUIC workloads).
+    #[serde(default = "default_controller")]
+    pub controller: String,
+}
+
+fn default_controller() -> String {
+    "cubic".to_string()
+}
+
+/// One hop of the chain: a link in each direction. "Forward" is from the
+/// client towards the server.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hop {
+    /// One-way propagation delay.
+    pub delay: Span,
+    /// Constant capacity in both directions (or give `trace`).
+    #[serde(default)]
+    pub rate: Option<BitRate>,
+    /// A mahimahi trace for the forward direction, relative to the scenario
+    /// file; the reverse direction uses `reverse_trace`, or `rate`, or the
+    /// same trace.
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    /// A mahimahi trace for the reverse direction.
+    #[serde(default)]
+    pub reverse_trace: Option<PathBuf>,
+    /// Bernoulli loss probability, applied in both directions (as netem on
+    /// both interfaces of a link).
+    #[serde(default)]
+    pub loss: f64,
+    /// Bursty loss instead of `loss`, in both directions.
+    #[serde(default)]
+    pub gilbert_elliott: Option<GilbertElliottSpec>,
+    /// The queue in front of each direction of the link.
+    #[serde(default)]
+    pub buffer: Buffer,
+}
+
+/// The parameters of a Gilbert–Elliott loss model (see
+/// `netsim::GilbertElliott`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliottSpec {
+    /// Good → bad, per packet.
+    pub p: f64,
+    /// Bad → good, per packet.
+    pub r: f64,
+    /// Loss probability in the good state (default 0).
+    #[serde(default)]
+    pub loss_good: f64,
+    /// Loss probability in the bad state (default 1).
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A link's queue.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Buffer {
+    /// No limit.
+    #[default]
+    Unlimited,
+    /// Drop-tail with a limit in packets or bytes (give one).
+    DropTail {
+        /// At most this many packets.
+        #[serde(default)]
+        packets: Option<u64>,
+        /// At most this many bytes.
+        #[serde(default)]
+        bytes: Option<Bytes>,
+    },
+    /// `tc red limit LIMIT avpkt 1000 adaptive harddrop bandwidth RATE`,
+    /// with the hop's rate as the bandwidth (the Sidekick setup).
+    Red {
+        /// The hard limit.
+        limit: Bytes,
+    },
+}
+
+/// What runs on the middle node between the first and the second hop.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Middle {
+    /// A plain router.
+    #[default]
+    Router,
+    /// The split-connection QUIC proxy (both legs use the client's
+    /// controller unless `split_controller` says otherwise).
+    Split,
+}
+
+/// Which way a bulk transfer goes.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BulkDirection {
+    /// Client to server.
+    Upload,
+    /// Server to client.
+    Download,
+}
+
+/// When short flows start.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalKind {
+    /// Each request as soon as the previous response completed.
+    #[default]
+    Sequential,
+    /// Requests at Poisson times with mean gap `mean_gap`.
+    Poisson,
+}
+
+/// The application traffic and its metrics.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// N bytes on one QUIC stream: goodput and completion time.
+    Bulk {
+        /// Upload or download.
+        direction: BulkDirection,
+        /// How much.
+        size: Bytes,
+    },
+    /// Sidekick's low-latency media over UDP (client sends): de-jitter delay.
+    Media {
+        /// How long the stream lasts (default 60 s).
+        #[serde(default = "sixty_seconds")]
+        duration: Span,
+    },
+    /// PEMI's RTC frames over QUIC (server sends): frame delay and jitter.
+    Rtc {
+        /// How long the stream lasts (default 20 s).
+        #[serde(default = "twenty_seconds")]
+        duration: Span,
+        /// Frames per second (default 30).
+        #[serde(default = "thirty")]
+        fps: u64,
+        /// Media bit rate (default 3000 kbit/s).
+        #[serde(default = "three_mbps")]
+        bitrate: BitRate,
+    },
+    /// Requests and responses on fresh streams: flow completion times.
+    ShortFlows {
+        /// How many requests.
+        count: usize,
+        /// Request size.
+        #[serde(default = "hundred_bytes")]
+        request: Bytes,
+        /// Response size.
+        response: Bytes,
+        /// Sequential or Poisson arrivals.
+        #[serde(default)]
+        arrivals: ArrivalKind,
+        /// Mean gap between Poisson arrivals.
+        #[serde(default)]
+        mean_gap: Option<Span>,
+    },
+}
+
+fn sixty_seconds() -> Span {
+    Span(Duration::from_secs(60))
+}
+fn twenty_seconds() -> Span {
+    Span(Duration::from_secs(20))
+}
+fn thirty() -> u64 {
+    30
+}
+fn three_mbps() -> BitRate {
+    BitRate(netsim::Rate::from_kbps(3000))
+}
+fn hundred_bytes() -> Bytes {
+    Bytes(100)
+}
+
+/// A figure to draw from the results.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Plot {
+    /// The median of a metric per variant, with p25–p75 error bars.
+    Bars {
+        /// The metric.
+        metric: String,
+        /// The figure's title (default: the scenario's title).
+        #[serde(default)]
+        title: Option<String>,
+    },
+    /// The distribution of per-packet or per-frame values, one line per
+    /// variant, all trials pooled.
+    Cdf {
+        /// The distribution (a `distributions` key of the trial files).
+        distribution: String,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+    },
+}
+
+/// A scenario with one variant applied: everything a trial needs.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (used in file names).
+    pub name: String,
+    /// One line for humans.
+    pub title: String,
+    /// The paper, table or figure this reproduces.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The base seed; trial `i` of every variant uses the seed derived
+    /// from it and `i` (default 1).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Trials per variant (default 10).
+    #[serde(default = "default_trials")]
+    pub trials: u32,
+    /// A trial stops at this virtual time even if unfinished (default 600 s).
+    #[serde(default = "default_time_limit")]
+    pub time_limit: Span,
+    /// Fix QUIC's UDP payload size (no path-MTU discovery).
+    #[serde(default)]
+    pub max_udp_payload: Option<u16>,
+    /// The end that opens the connection (the media sender for `media`).
+    pub client: Endpoint,
+    /// The other end.
+    pub server: Endpoint,
+    /// Hop names in order from the client to the server.
+    pub path: Vec<String>,
+    /// The hops by name.
+    pub hops: BTreeMap<String, Hop>,
+    /// The node after the first hop.
+    #[serde(default)]
+    pub middle: Middle,
+    /// The split proxy's server-facing controller (default: the client's).
+    #[serde(default)]
+    pub split_controller: Option<String>,
+    /// The traffic.
+    pub workload: Workload,
+    /// Figures to draw (default: one suited to the workload).
+    #[serde(default)]
+    pub plots: Vec<Plot>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_trials() -> u32 {
+    10
+}
+fn default_time_limit() -> Span {
+    Span(Duration::from_secs(600))
+}
+
+/// One variant of a scenario, resolved.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Variant {
+    /// Its name, as in tables and legends.
+    pub name: String,
+    /// The paper's value of each metric, where the scenario gives one.
+    pub paper: BTreeMap<String, f64>,
+    /// The scenario with the variant's changes applied.
+    pub scenario: Scenario,
+}
+
+/// A loaded scenario file: the base and its variants.
+#[derive(Clone, Debug)]
+pub struct ScenarioFile {
+    /// Where it was read from (traces are relative to its directory).
+    pub path: PathBuf,
+    /// The base scenario (what a variant without changes runs).
+    pub base: Scenario,
+    /// The variants, in file order; one called after the scenario when
+    /// the file has none.
+    pub variants: Vec<Variant>,
+}
+
+/// The keys a `[[variant]]` table has besides its overrides.
+const VARIANT_KEYS: [&str; 2] = ["name", "paper"];
+
+impl ScenarioFile {
+    /// Reads and checks a scenario file.
+    pub fn load(path: impl AsRef<Path>) -> Result<ScenarioFile, ScenarioError> {
+        let path = path.as_ref().to_path_buf();
+        let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        ScenarioFile::parse(&text, path)
+    }
+
+    /// Parses and checks scenario text; `path` names it in errors and
+    /// anchors relative trace paths.
+    pub fn parse(text: &str, path: PathBuf) -> Result<ScenarioFile, ScenarioError> {
+        let mut document: toml::Table =
+            toml::from_str(text).map_err(|error| ScenarioError::Syntax {
+                path: path.clone(),
+                message: error.to_string(),
+            })?;
+        let variant_tables = match document.remove("variant") {
+            None => Vec::new(),
+            Some(toml::Value::Array(tables)) => tables,
+            Some(_) => {
+                return Err(field_error(
+                    &path,
+                    "",
+                    "variant",
+                    "must be an array of tables, written [[variant]]",
+                ));
+            }
+        };
+        let base = resolve(&path, "", toml::Value::Table(document.clone()))?;
+        let mut variants = Vec::new();
+        for (index, value) in variant_tables.into_iter().enumerate() {
+            let fallback = format!("variant[{index}]");
+            let toml::Value::Table(mut table) = value else {
+                return Err(field_error(&path, "", &fallback, "must be a table"));
+            };
+            let name = match table.remove("name") {
+                Some(toml::Value::String(name)) => name,
+                Some(_) => {
+                    return Err(field_error(
+                        &path,
+                        "",
+                        &format!("{fallback}.name"),
+                        "must be a string",
+                    ));
+                }
+                None => {
+                    return Err(field_error(
+                        &path,
+                        "",
+                        &format!("{fallback}.name"),
+                        "every variant needs a name",
+                    ));
+                }
+            };
+            let context = format!("variant \"{name}\": ");
+            if variants.iter().any(|v: &Variant| v.name == name) {
+                return Err(field_error(
+                    &path,
+                    &context,
+                    "name",
+                    "two variants have this name",
+                ));
+            }
+            let paper = match table.remove("paper") {
+                None => BTreeMap::new(),
+                Some(value) => {
+                    let mut track = serde_path_to_error::Track::new();
+                    let de = serde_path_to_error::Deserializer::new(value, &mut track);
+                    BTreeMap::<String, f64>::deserialize(de).map_err(|error| {
+                        field_error(
+                            &path,
+                            &context,
+                            &format!("paper.{}", track.path()),
+                            &format!("{error} (the paper's value of each metric, a number)"),
+                        )
+                    })?
+                }
+            };
+            debug_assert!(VARIANT_KEYS.iter().all(|key| !table.contains_key(*key)));
+            let mut merged = document.clone();
+            merge(&mut merged, table);
+            let scenario = resolve(&path, &context, toml::Value::Table(merged))?;
+            variants.push(Variant {
+                name,
+                paper,
+                scenario,
+            });
+        }
+        if variants.is_empty() {
+            variants.push(Variant {
+                name: base.name.clone(),
+                paper: BTreeMap::new(),
+                scenario: base.clone(),
+            });
+        }
+        Ok(ScenarioFile {
+            path,
+            base,
+            variants,
+        })
+    }
+
+    /// The directory relative paths in the file are resolved against.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+/// Overlays `over` onto `base`, table by table; other values are replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(over_inner)) => {
+                merge(inner, over_inner)
+            }
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn field_error(path: &Path, context: &str, field: &str, message: &str) -> ScenarioError {
+    ScenarioError::Field {
+        path: path.to_path_buf(),
+        context: context.to_string(),
+        field: field.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// Deserialises a merged document and checks what types cannot.
+fn resolve(path: &Path, context: &str, value: toml::Value) -> Result<Scenario, ScenarioError> {
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(value, &mut track);
+    let scenario = Scenario::deserialize(de).map_err(|error| {
+        let field = track.path().to_string();
+        field_error(path, context, &field, &error.to_string())
+    })?;
+    scenario
+        .check()
+        .map_err(|(field, message)| field_error(path, context, &field, &message))?;
+    Ok(scenario)
+}
+
+impl Scenario {
+    /// Checks what the types do not: ranges, references between fields,
+    /// and combinations that cannot run. Returns the field and the problem.
+    fn check(&self) -> Result<(), (String, String)> {
+        let fail = |field: &str, message: String| Err((field.to_string(), message));
+        if self.trials == 0 {
+            return fail("trials", "must be at least 1".into());
+        }
+        if self.time_limit.0.is_zero() {
+            return fail("time_limit", "must be positive".into());
+        }
+        if let Some(bytes) = self.max_udp_payload
+            && !(1200..=65_527).contains(&bytes)
+        {
+            return fail(
+                "max_udp_payload",
+                format!("{bytes} is outside 1200..=65527 (QUIC's minimum and UDP's maximum)"),
+            );
+        }
+        if self.path.is_empty() {
+            return fail("path", "names at least one hop".into());
+        }
+        for (index, name) in self.path.iter().enumerate() {
+            if !self.hops.contains_key(name) {
+                let known: Vec<&str> = self.hops.keys().map(String::as_str).collect();
+                return fail(
+                    &format!("path[{index}]"),
+                    format!("no hop called \"{name}\"; the hops are {known:?}"),
+                );
+            }
+        }
+        for (name, hop) in &self.hops {
+            if !self.path.contains(name) {
+                return fail(&format!("hops.{name}"), "is not on the path".into());
+            }
+            hop.check()
+                .map_err(|(field, message)| (format!("hops.{name}.{field}"), message))?;
+        }
+        if self.middle == Middle::Split {
+            if self.path.len() < 2 {
+                return fail(
+                    "middle",
+                    "a split proxy needs a node between two hops".into(),
+                );
+            }
+            if matches!(self.workload, Workload::Media { .. }) {
+                return fail(
+                    "middle",
+                    "`split` terminates QUIC; the media workload is plain UDP".into(),
+                );
+            }
+        } else if self.split_controller.is_some() {
+            return fail(
+                "split_controller",
+                "only applies with middle = \"split\"".into(),
+            );
+        }
+        if self.client.addr == self.server.addr {
+            return fail("server.addr", "must differ from client.addr".into());
+        }
+        match &self.workload {
+            Workload::Bulk { size, .. } if size.0 == 0 => {
+                return fail("workload.size", "must be positive".into());
+            }
+            Workload::Media { duration } | Workload::Rtc { duration, .. }
+                if duration.0.is_zero() =>
+            {
+                return fail("workload.duration", "must be positive".into());
+            }
+            Workload::Rtc { fps, bitrate, .. } => {
+                if *fps == 0 || *fps > 1000 {
+                    return fail("workload.fps", format!("{fps} is outside 1..=1000"));
+                }
+                if bitrate.0.bits_per_sec() < 8 * fps {
+                    return fail(
+                        "workload.bitrate",
+                        "gives frames of less than one byte".into(),
+                    );
+                }
+            }
+            Workload::ShortFlows {
+                count,
+                arrivals,
+                mean_gap,
+                response,
+                ..
+            } => {
+                if *count == 0 {
+                    return fail("workload.count", "must be at least 1".into());
+                }
+                if response.0 == 0 {
+                    return fail("workload.response", "must be positive".into());
+                }
+                match (arrivals, mean_gap) {
+                    (ArrivalKind::Poisson, None) => {
+                        return fail(
+                            "workload.mean_gap",
+                            "Poisson arrivals need a mean gap".into(),
+                        );
+                    }
+                    (ArrivalKind::Sequential, Some(_)) => {
+                        return fail(
+                            "workload.mean_gap",
+                            "only applies with arrivals = \"poisson\"".into(),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The per-trial seed: the same for trial `i` of every variant, so
+    /// variants are compared on the same random draws where they coincide.
+    pub fn trial_seed(&self, trial: u32) -> netsim::Seed {
+        netsim::Seed::new(self.seed).derive(&format!("trial/{trial}"))
+    }
+}
+
+impl Hop {
+    fn check(&self) -> Result<(), (String, String)> {
+        let fail = |field: &str, message: String| Err((field.to_string(), message));
+        match (&self.rate, &self.trace) {
+            (None, None) => return fail("rate", "give a rate or a trace".into()),
+            (Some(_), Some(_)) if self.reverse_trace.is_some() => {
+                return fail("rate", "both directions already have traces".into());
+            }
+            (Some(rate), _) if rate.0.is_zero() => return fail("rate", "must be positive".into()),
+            _ => {}
+        }
+        if self.reverse_trace.is_some() && self.trace.is_none() {
+            return fail(
+                "reverse_trace",
+                "needs `trace` for the forward direction".into(),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.loss) {
+            return fail(
+                "loss",
+                format!("{} is not a probability in 0..=1", self.loss),
+            );
+        }
+        if let Some(ge) = &self.gilbert_elliott {
+            if self.loss != 0.0 {
+                return fail(
+                    "gilbert_elliott",
+                    "give either `loss` or `gilbert_elliott`".into(),
+                );
+            }
+            for (field, value) in [
+                ("p", ge.p),
+                ("r", ge.r),
+                ("loss_good", ge.loss_good),
+                ("loss_bad", ge.loss_bad),
+            ] {
+                if !(0.0..=1.0).contains(&value) {
+                    return fail(
+                        &format!("gilbert_elliott.{field}"),
+                        format!("{value} is not a probability in 0..=1"),
+                    );
+                }
+            }
+        }
+        match &self.buffer {
+            Buffer::DropTail { packets, bytes } => match (packets, bytes) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return fail(
+                        "buffer",
+                        "drop_tail takes one of `packets` or `bytes`".into(),
+                    );
+                }
+                (Some(0), _) | (_, Some(Bytes(0))) => {
+                    return fail("buffer", "the limit must be positive".into());
+                }
+                _ => {}
+            },
+            Buffer::Red { limit } => {
+                if self.rate.is_none() {
+                    return fail(
+                        "buffer",
+                        "RED needs the hop's `rate` as its bandwidth".into(),
+                    );
+                }
+                if limit.0 < 4_000 {
+                    return fail("buffer.limit", "RED needs a limit of at least 4 kB".into());
+                }
+            }
+            Buffer::Unlimited => {}
+        }
+        Ok(())
+    }
+}

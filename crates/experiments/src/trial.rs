@@ -1,0 +1,517 @@
+//! One trial: build the chain a [`Scenario`] describes, run it in virtual
+//! time, and collect the workload's metrics and the links' counters.
+
+use crate::scenario::{
+    ArrivalKind, Buffer, BulkDirection, Hop, Middle, Scenario, ScenarioError, Workload,
+};
+use netsim::{
+    BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
+    LinkStats, LossModel, MiddleSpec, Probability, RedConfig, Simulator, StopReason, Time,
+};
+use quic::{
+    BulkClient, BulkReport, BulkServerFactory, ConnRecord, ControllerRegistry, DelaySummary,
+    MediaConfig, MediaReceiver, MediaSender, QuicClient, QuicConfig, QuicServer, RtcConfig,
+    RtcReceiver, RtcReport, RtcSenderFactory, ShortFlowsClient, ShortFlowsReport,
+    ShortFlowsServerFactory, SplitProxy, Timed,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything one trial produced. Written as `trials/<variant>/<n>.json`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct TrialResult {
+    /// The variant's name.
+    pub variant: String,
+    /// The trial's index within the variant, from 0.
+    pub trial: u32,
+    /// The seed every random source of the trial derived from.
+    pub seed: u64,
+    /// Whether the workload finished before the time limit.
+    pub completed: bool,
+    /// Why the simulation stopped: `finished`, `time_limit` or `idle`.
+    pub stop: String,
+    /// Virtual time at the end, seconds.
+    pub end_s: f64,
+    /// Simulator events processed (a measure of work, for speed figures).
+    pub events: u64,
+    /// The workload's scalar metrics (see `docs/experiments.md`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Per-packet, per-frame or per-flow values, for distributions.
+    pub distributions: BTreeMap<String, Vec<f64>>,
+    /// Each link's counters.
+    pub links: Vec<LinkReport>,
+}
+
+/// One direction of one hop, as a trial file reports it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct LinkReport {
+    /// `<hop>/forward` (client → server) or `<hop>/reverse`.
+    pub link: String,
+    /// Packets offered to the link.
+    pub offered_packets: u64,
+    /// Packets it delivered.
+    pub delivered_packets: u64,
+    /// Bytes it delivered.
+    pub delivered_bytes: u64,
+    /// Lost to the random loss model.
+    pub dropped_loss: u64,
+    /// Dropped by a full buffer.
+    pub dropped_buffer: u64,
+    /// Dropped by RED, early or forced.
+    pub dropped_red: u64,
+    /// The largest queue an arrival saw, bytes.
+    pub max_queue_bytes: u64,
+}
+
+impl LinkReport {
+    fn new(link: String, stats: &LinkStats) -> LinkReport {
+        LinkReport {
+            link,
+            offered_packets: stats.offered.packets,
+            delivered_packets: stats.delivered.packets,
+            delivered_bytes: stats.delivered.bytes,
+            dropped_loss: stats.dropped_loss.packets,
+            dropped_buffer: stats.dropped_buffer.packets,
+            dropped_red: stats.dropped_red_early.packets + stats.dropped_red_forced.packets,
+            max_queue_bytes: stats.max_queue_bytes,
+        }
+    }
+}
+
+/// A variant made ready to run: traces loaded and controllers checked, so
+/// that trials cannot fail on configuration.
+#[derive(Clone)]
+pub struct Prepared {
+    scenario: Scenario,
+    hops: Vec<HopConfig>,
+    registry: ControllerRegistry,
+}
+
+impl Prepared {
+    /// Loads the traces `scenario` names (relative to `dir`) and checks its
+    /// controllers against `registry`. `context` prefixes errors (the
+    /// variant); `file` names the scenario file in them.
+    pub fn new(
+        scenario: &Scenario,
+        registry: &ControllerRegistry,
+        file: &Path,
+        context: &str,
+    ) -> Result<Prepared, ScenarioError> {
+        let fail = |field: String, message: String| ScenarioError::Field {
+            path: file.to_path_buf(),
+            context: context.to_string(),
+            field,
+            message,
+        };
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let mut traces: BTreeMap<&Path, Arc<CapacityTrace>> = BTreeMap::new();
+        let mut hops = Vec::new();
+        for name in &scenario.path {
+            let hop = &scenario.hops[name];
+            for (field, trace) in [("trace", &hop.trace), ("reverse_trace", &hop.reverse_trace)] {
+                if let Some(trace) = trace
+                    && !traces.contains_key(trace.as_path())
+                {
+                    let loaded = CapacityTrace::from_file(dir.join(trace)).map_err(|error| {
+                        fail(
+                            format!("hops.{name}.{field}"),
+                            format!(
+                                "{} (relative to {}): {error}",
+                                trace.display(),
+                                dir.display()
+                            ),
+                        )
+                    })?;
+                    traces.insert(trace.as_path(), Arc::new(loaded));
+                }
+            }
+            hops.push(
+                hop_config(hop, &traces)
+                    .map_err(|message| fail(format!("hops.{name}"), message))?,
+            );
+        }
+        for (field, name) in [
+            ("client.controller", Some(&scenario.client.controller)),
+            ("server.controller", Some(&scenario.server.controller)),
+            ("split_controller", scenario.split_controller.as_ref()),
+        ] {
+            if let Some(name) = name {
+                registry
+                    .get(name)
+                    .map_err(|error| fail(field.to_string(), error.to_string()))?;
+            }
+        }
+        Ok(Prepared {
+            scenario: scenario.clone(),
+            hops,
+            registry: registry.clone(),
+        })
+    }
+
+    /// The scenario this runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Runs trial `trial` of variant `variant`.
+    pub fn run(&self, variant: &str, trial: u32) -> TrialResult {
+        let scenario = &self.scenario;
+        let seed = scenario.trial_seed(trial);
+        let client_addr =
+            SocketAddr::new(scenario.client.addr, scenario.client.port.unwrap_or(5000));
+        let server_addr =
+            SocketAddr::new(scenario.server.addr, scenario.server.port.unwrap_or(4433));
+        let mut quic = QuicConfig::new(seed).with_registry(self.registry.clone());
+        if let Some(bytes) = scenario.max_udp_payload {
+            quic = quic.with_max_udp_payload(bytes);
+        }
+        let client_quic = quic.clone().with_congestion(&scenario.client.controller);
+        let server_quic = quic.clone().with_congestion(&scenario.server.controller);
+        let (client, server) = match &scenario.workload {
+            Workload::Bulk { direction, size } => {
+                let direction = match direction {
+                    BulkDirection::Upload => quic::Direction::Upload,
+                    BulkDirection::Download => quic::Direction::Download,
+                };
+                let app = BulkClient::new(direction, size.0);
+                (
+                    host(
+                        "client",
+                        client_addr,
+                        QuicClient::new(client_quic, client_addr, server_addr, app),
+                    ),
+                    host(
+                        "server",
+                        server_addr,
+                        QuicServer::new(server_quic, server_addr, BulkServerFactory),
+                    ),
+                )
+            }
+            Workload::Media { duration } => {
+                let config = MediaConfig::new(seed.derive("media")).with_duration(duration.0);
+                (
+                    HostSpec::new(
+                        "client",
+                        client_addr.ip(),
+                        MediaSender::new(config.clone(), client_addr, server_addr),
+                    ),
+                    HostSpec::new(
+                        "server",
+                        server_addr.ip(),
+                        MediaReceiver::new(config, server_addr, client_addr),
+                    ),
+                )
+            }
+            Workload::Rtc { .. } => {
+                let source = rtc_config(&scenario.workload);
+                let receiver = RtcReceiver::new(source.frames);
+                let sender =
+                    QuicServer::new(server_quic, server_addr, RtcSenderFactory::new(source));
+                (
+                    host(
+                        "client",
+                        client_addr,
+                        QuicClient::new(client_quic, client_addr, server_addr, receiver),
+                    ),
+                    host("server", server_addr, sender.map(Timed::new)),
+                )
+            }
+            Workload::ShortFlows {
+                count,
+                request,
+                response,
+                arrivals,
+                mean_gap,
+            } => {
+                let app = match (arrivals, mean_gap) {
+                    (ArrivalKind::Poisson, Some(gap)) => ShortFlowsClient::poisson(
+                        *count,
+                        gap.0,
+                        &mut seed.rng("short-flows"),
+                        request.0,
+                        response.0,
+                    ),
+                    _ => ShortFlowsClient::sequential(*count, request.0, response.0),
+                };
+                let client = QuicClient::new(client_quic, client_addr, server_addr, app);
+                (
+                    host("client", client_addr, client.map(Timed::new)),
+                    host(
+                        "server",
+                        server_addr,
+                        QuicServer::new(server_quic, server_addr, ShortFlowsServerFactory),
+                    ),
+                )
+            }
+        };
+        let mut spec = ChainSpec::new(client, server);
+        for (index, hop) in self.hops.iter().enumerate() {
+            if index > 0 {
+                let name = format!("middle{index}");
+                let middle = if index == 1 && scenario.middle == Middle::Split {
+                    // The client-facing leg sends the server's data, so it
+                    // uses the server's controller; the server-facing leg
+                    // sends the client's.
+                    let back = scenario
+                        .split_controller
+                        .as_ref()
+                        .unwrap_or(&scenario.client.controller);
+                    let front = quic.clone().with_congestion(&scenario.server.controller);
+                    let proxy =
+                        SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
+                            .expect("controllers were checked when the variant was prepared");
+                    MiddleSpec::with_middlebox("split-proxy", proxy)
+                } else {
+                    MiddleSpec::forwarder(name)
+                };
+                spec = spec.middle(middle);
+            }
+            spec = spec.hop(hop.clone());
+        }
+        let mut sim = Simulator::new(seed);
+        let chain = sim
+            .add_chain(spec)
+            .expect("a chain with one more hop than middle nodes and distinct addresses");
+        let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
+        let mut result = TrialResult {
+            variant: variant.to_string(),
+            trial,
+            seed: seed.value(),
+            completed: false,
+            stop: match outcome.reason {
+                StopReason::AllFinished => "finished",
+                StopReason::TimeLimit => "time_limit",
+                StopReason::Idle => "idle",
+            }
+            .to_string(),
+            end_s: outcome.end.as_secs_f64(),
+            events: sim.stats().events,
+            metrics: BTreeMap::new(),
+            distributions: BTreeMap::new(),
+            links: link_reports(&sim, &chain, &scenario.path),
+        };
+        collect(&sim, &chain, scenario, &mut result);
+        result
+    }
+}
+
+/// A host from an endpoint constructor whose controller was checked.
+fn host<H: netsim::Host>(
+    name: &str,
+    addr: SocketAddr,
+    endpoint: Result<H, quic::UnknownController>,
+) -> HostSpec {
+    let endpoint = endpoint.expect("controllers were checked when the variant was prepared");
+    HostSpec::new(name, addr.ip(), endpoint)
+}
+
+fn rtc_config(workload: &Workload) -> RtcConfig {
+    let Workload::Rtc {
+        duration,
+        fps,
+        bitrate,
+    } = workload
+    else {
+        unreachable!("called for rtc workloads only")
+    };
+    let frame_bytes = (bitrate.0.bits_per_sec() / 8 / fps) as usize;
+    RtcConfig {
+        fps: *fps,
+        frame_bytes,
+        frames: (duration.0.as_nanos() * u128::from(*fps) / 1_000_000_000) as u64,
+    }
+}
+
+/// The link configuration of both directions of a hop.
+fn hop_config(
+    hop: &Hop,
+    traces: &BTreeMap<&Path, Arc<CapacityTrace>>,
+) -> Result<HopConfig, String> {
+    let probability = |p: f64| Probability::new(p).map_err(|error| error.to_string());
+    let loss = match &hop.gilbert_elliott {
+        Some(ge) => LossModel::GilbertElliott(GilbertElliott {
+            p: probability(ge.p)?,
+            r: probability(ge.r)?,
+            loss_good: probability(ge.loss_good)?,
+            loss_bad: probability(ge.loss_bad)?,
+        }),
+        None if hop.loss > 0.0 => LossModel::Bernoulli(probability(hop.loss)?),
+        None => LossModel::None,
+    };
+    let direction = |trace: Option<&Path>| -> LinkConfig {
+        let link = match (trace, hop.rate) {
+            (Some(trace), _) => LinkConfig::trace(hop.delay.0, traces[trace].clone()),
+            (None, Some(rate)) => LinkConfig::constant(hop.delay.0, rate.0),
+            (None, None) => unreachable!("checked: a hop has a rate or a trace"),
+        };
+        let link = match &hop.buffer {
+            Buffer::Unlimited => link,
+            Buffer::DropTail {
+                packets: Some(packets),
+                ..
+            } => link.with_buffer(BufferLimit::Packets(*packets)),
+            Buffer::DropTail {
+                bytes: Some(bytes), ..
+            } => link.with_buffer(BufferLimit::Bytes(bytes.0)),
+            Buffer::DropTail { .. } => unreachable!("checked: drop_tail has a limit"),
+            Buffer::Red { limit } => {
+                let rate = hop.rate.expect("checked: RED needs a rate").0;
+                link.with_red(RedConfig::new(limit.0, rate).with_adaptive(true))
+            }
+        };
+        link.with_loss(loss)
+    };
+    let forward = direction(hop.trace.as_deref());
+    let reverse = direction(hop.reverse_trace.as_deref().or(match hop.rate {
+        Some(_) => None,
+        None => hop.trace.as_deref(),
+    }));
+    Ok(HopConfig::new(forward, reverse))
+}
+
+fn link_reports(sim: &Simulator, chain: &Chain, path: &[String]) -> Vec<LinkReport> {
+    let mut reports = Vec::new();
+    for (name, links) in path.iter().zip(&chain.hops) {
+        reports.push(LinkReport::new(
+            format!("{name}/forward"),
+            sim.link_stats(links.forward),
+        ));
+        reports.push(LinkReport::new(
+            format!("{name}/reverse"),
+            sim.link_stats(links.reverse),
+        ));
+    }
+    reports
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// The nearest-rank percentile `p` (0–100) of sorted values: the value at
+/// rank ⌈p/100 · n⌉, as the rtc and short-flow reports define theirs.
+fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0 * sorted.len() as f64).ceil() as usize).max(1);
+    sorted[rank - 1]
+}
+
+/// Adds `<name>_p50_ms`, `_p90_ms`, `_p99_ms` and the distribution `<name>_ms`.
+fn add_distribution(result: &mut TrialResult, name: &str, values: &[Duration]) {
+    let values: Vec<f64> = values.iter().copied().map(millis).collect();
+    if !values.is_empty() {
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        for p in [50.0, 90.0, 99.0] {
+            result
+                .metrics
+                .insert(format!("{name}_p{p}_ms"), nearest_rank(&sorted, p));
+        }
+    }
+    result.distributions.insert(format!("{name}_ms"), values);
+}
+
+/// Reads the workload's results out of the finished simulation.
+fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut TrialResult) {
+    match &scenario.workload {
+        Workload::Bulk { direction, .. } => {
+            let client = sim
+                .host::<QuicClient<BulkClient>>(chain.sender)
+                .expect("the client host");
+            let server = sim
+                .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+                .expect("the server host");
+            let sender_record = match direction {
+                BulkDirection::Upload => client.record(),
+                BulkDirection::Download => server.records().next(),
+            };
+            add_sender_counters(result, sender_record);
+            if let Some(report) = BulkReport::from_hosts(client, server) {
+                result.completed = true;
+                result.metrics.insert(
+                    "goodput_mbps".into(),
+                    report.goodput.bits_per_sec() as f64 / 1e6,
+                );
+                result
+                    .metrics
+                    .insert("completion_s".into(), report.completion.as_secs_f64());
+            }
+        }
+        Workload::Media { .. } => {
+            let sender = sim
+                .host::<MediaSender>(chain.sender)
+                .expect("the sender host");
+            let receiver = sim
+                .host::<MediaReceiver>(chain.receiver)
+                .expect("the receiver host");
+            let summary: DelaySummary = receiver.summary();
+            result.completed = receiver.is_complete();
+            let metrics = &mut result.metrics;
+            metrics.insert("dejitter_p50_ms".into(), millis(summary.p50));
+            metrics.insert("dejitter_p95_ms".into(), millis(summary.p95));
+            metrics.insert("dejitter_p99_ms".into(), millis(summary.p99));
+            metrics.insert("dejitter_max_ms".into(), millis(summary.max));
+            let sent = sender.packet_count().max(1);
+            metrics.insert(
+                "played_fraction".into(),
+                f64::from(receiver.played()) / f64::from(sent),
+            );
+            metrics.insert(
+                "retransmissions".into(),
+                sender.stats().retransmissions as f64,
+            );
+            result.distributions.insert(
+                "dejitter_ms".into(),
+                receiver
+                    .dejitter_delays()
+                    .iter()
+                    .copied()
+                    .map(millis)
+                    .collect(),
+            );
+        }
+        Workload::Rtc { .. } => {
+            let client = sim
+                .host::<QuicClient<RtcReceiver>>(chain.sender)
+                .expect("the client host");
+            let server = sim
+                .host::<Timed<QuicServer<RtcSenderFactory>>>(chain.receiver)
+                .expect("the server host");
+            add_sender_counters(result, server.inner().records().next());
+            if let Some(report) = RtcReport::from_client(client) {
+                result.completed = report.frames.len() as u64 == report.expected;
+                result.metrics.insert(
+                    "frames_received_fraction".into(),
+                    report.frames.len() as f64 / report.expected.max(1) as f64,
+                );
+                add_distribution(result, "frame_delay", &report.delays);
+                add_distribution(result, "frame_jitter", &report.jitter);
+            }
+        }
+        Workload::ShortFlows { count, .. } => {
+            let client = sim
+                .host::<Timed<QuicClient<ShortFlowsClient>>>(chain.sender)
+                .expect("the client host");
+            if let Some(report) = ShortFlowsReport::from_client(client.inner()) {
+                result.completed = report.flows.len() == *count;
+                add_distribution(result, "fct", &report.fcts);
+            }
+        }
+    }
+}
+
+/// The data sender's loss counters.
+fn add_sender_counters(result: &mut TrialResult, record: Option<&ConnRecord>) {
+    if let Some(record) = record {
+        let stats = &record.stats;
+        result
+            .metrics
+            .insert("sender_lost_packets".into(), stats.lost_packets as f64);
+        result
+            .metrics
+            .insert("sender_sent_packets".into(), stats.sent_packets as f64);
+    }
+}
