@@ -89,12 +89,28 @@ pub struct Hop {
     /// both interfaces of a link).
     #[serde(default)]
     pub loss: f64,
-    /// Bursty loss instead of `loss`, in both directions.
+    /// Bursty loss instead of `loss`.
     #[serde(default)]
     pub gilbert_elliott: Option<GilbertElliottSpec>,
+    /// Which directions lose packets at random (default both).
+    #[serde(default)]
+    pub loss_direction: LossDirection,
     /// The queue in front of each direction of the link.
     #[serde(default)]
     pub buffer: Buffer,
+}
+
+/// The directions of a hop that random loss applies to.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LossDirection {
+    /// Both, as netem on both interfaces of a link.
+    #[default]
+    Both,
+    /// Client → server only.
+    Forward,
+    /// Server → client only.
+    Reverse,
 }
 
 /// The parameters of a Gilbert–Elliott loss model (see
@@ -293,9 +309,13 @@ pub struct Scenario {
     pub path: Vec<String>,
     /// The hops by name.
     pub hops: BTreeMap<String, Hop>,
-    /// The node after the first hop.
+    /// What runs on the middle node after hop `middle_after`.
     #[serde(default)]
     pub middle: Middle,
+    /// The hop after which `middle` sits (default: the first hop). The
+    /// other middle nodes are routers.
+    #[serde(default)]
+    pub middle_after: Option<String>,
     /// The split proxy's server-facing controller (default: the client's).
     #[serde(default)]
     pub split_controller: Option<String>,
@@ -418,7 +438,10 @@ impl ScenarioFile {
                             &path,
                             &context,
                             &format!("paper.{}", track.path()),
-                            &format!("{error} (the paper's value of each metric, a number)"),
+                            &format!(
+                                "{} (the paper's value of each metric, a number)",
+                                first_line(&error.to_string())
+                            ),
                         )
                     })?
                 }
@@ -476,13 +499,19 @@ fn field_error(path: &Path, context: &str, field: &str, message: &str) -> Scenar
     }
 }
 
+/// The message without the `in `field`` line the toml crate appends (the
+/// error names the field already).
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or(message)
+}
+
 /// Deserialises a merged document and checks what types cannot.
 fn resolve(path: &Path, context: &str, value: toml::Value) -> Result<Scenario, ScenarioError> {
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(value, &mut track);
     let scenario = Scenario::deserialize(de).map_err(|error| {
         let field = track.path().to_string();
-        field_error(path, context, &field, &error.to_string())
+        field_error(path, context, &field, first_line(&error.to_string()))
     })?;
     scenario
         .check()
@@ -535,11 +564,22 @@ impl Scenario {
                     "a split proxy needs a node between two hops".into(),
                 );
             }
-            if matches!(self.workload, Workload::Media { .. }) {
-                return fail(
-                    "middle",
-                    "`split` terminates QUIC; the media workload is plain UDP".into(),
-                );
+            match self.workload {
+                Workload::Media { .. } => {
+                    return fail(
+                        "middle",
+                        "`split` terminates QUIC; the media workload is plain UDP".into(),
+                    );
+                }
+                Workload::Rtc { .. } => {
+                    return fail(
+                        "middle",
+                        "`split` relays the streams the client opens; rtc frames travel on \
+                         streams the server opens"
+                            .into(),
+                    );
+                }
+                _ => {}
             }
         } else if self.split_controller.is_some() {
             return fail(
@@ -563,10 +603,11 @@ impl Scenario {
                 if *fps == 0 || *fps > 1000 {
                     return fail("workload.fps", format!("{fps} is outside 1..=1000"));
                 }
-                if bitrate.0.bits_per_sec() < 8 * fps {
+                // The frame header takes 16 bytes.
+                if bitrate.0.bits_per_sec() < 8 * 16 * fps {
                     return fail(
                         "workload.bitrate",
-                        "gives frames of less than one byte".into(),
+                        format!("gives frames of less than 16 bytes at {fps} frames/s"),
                     );
                 }
             }
@@ -602,6 +643,15 @@ impl Scenario {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The index of the middle node that runs `middle`, counting middle
+    /// nodes from the client side from 0.
+    pub fn middle_index(&self) -> usize {
+        self.middle_after
+            .as_ref()
+            .and_then(|after| self.path.iter().position(|name| name == after))
+            .unwrap_or(0)
     }
 
     /// The per-trial seed: the same for trial `i` of every variant, so

@@ -2,7 +2,8 @@
 //! time, and collect the workload's metrics and the links' counters.
 
 use crate::scenario::{
-    ArrivalKind, Buffer, BulkDirection, Hop, Middle, Scenario, ScenarioError, Workload,
+    ArrivalKind, Buffer, BulkDirection, Hop, LossDirection, Middle, Scenario, ScenarioError,
+    Workload,
 };
 use netsim::{
     BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
@@ -44,6 +45,8 @@ pub struct TrialResult {
     pub distributions: BTreeMap<String, Vec<f64>>,
     /// Each link's counters.
     pub links: Vec<LinkReport>,
+    /// Why connections closed abnormally, if any did (`client: …`).
+    pub errors: Vec<String>,
 }
 
 /// One direction of one hop, as a trial file reports it.
@@ -252,22 +255,23 @@ impl Prepared {
         for (index, hop) in self.hops.iter().enumerate() {
             if index > 0 {
                 let name = format!("middle{index}");
-                let middle = if index == 1 && scenario.middle == Middle::Split {
-                    // The client-facing leg sends the server's data, so it
-                    // uses the server's controller; the server-facing leg
-                    // sends the client's.
-                    let back = scenario
-                        .split_controller
-                        .as_ref()
-                        .unwrap_or(&scenario.client.controller);
-                    let front = quic.clone().with_congestion(&scenario.server.controller);
-                    let proxy =
-                        SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
-                            .expect("controllers were checked when the variant was prepared");
-                    MiddleSpec::with_middlebox("split-proxy", proxy)
-                } else {
-                    MiddleSpec::forwarder(name)
-                };
+                let middle =
+                    if index == scenario.middle_index() + 1 && scenario.middle == Middle::Split {
+                        // The client-facing leg sends the server's data, so it
+                        // uses the server's controller; the server-facing leg
+                        // sends the client's.
+                        let back = scenario
+                            .split_controller
+                            .as_ref()
+                            .unwrap_or(&scenario.client.controller);
+                        let front = quic.clone().with_congestion(&scenario.server.controller);
+                        let proxy =
+                            SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
+                                .expect("controllers were checked when the variant was prepared");
+                        MiddleSpec::with_middlebox("split-proxy", proxy)
+                    } else {
+                        MiddleSpec::forwarder(name)
+                    };
                 spec = spec.middle(middle);
             }
             spec = spec.hop(hop.clone());
@@ -293,6 +297,7 @@ impl Prepared {
             metrics: BTreeMap::new(),
             distributions: BTreeMap::new(),
             links: link_reports(&sim, &chain, &scenario.path),
+            errors: Vec::new(),
         };
         collect(&sim, &chain, scenario, &mut result);
         result
@@ -342,7 +347,7 @@ fn hop_config(
         None if hop.loss > 0.0 => LossModel::Bernoulli(probability(hop.loss)?),
         None => LossModel::None,
     };
-    let direction = |trace: Option<&Path>| -> LinkConfig {
+    let direction = |trace: Option<&Path>, lossy: bool| -> LinkConfig {
         let link = match (trace, hop.rate) {
             (Some(trace), _) => LinkConfig::trace(hop.delay.0, traces[trace].clone()),
             (None, Some(rate)) => LinkConfig::constant(hop.delay.0, rate.0),
@@ -363,13 +368,17 @@ fn hop_config(
                 link.with_red(RedConfig::new(limit.0, rate).with_adaptive(true))
             }
         };
-        link.with_loss(loss)
+        if lossy { link.with_loss(loss) } else { link }
     };
-    let forward = direction(hop.trace.as_deref());
-    let reverse = direction(hop.reverse_trace.as_deref().or(match hop.rate {
+    let forward = direction(
+        hop.trace.as_deref(),
+        hop.loss_direction != LossDirection::Reverse,
+    );
+    let reverse_trace = hop.reverse_trace.as_deref().or(match hop.rate {
         Some(_) => None,
         None => hop.trace.as_deref(),
-    }));
+    });
+    let reverse = direction(reverse_trace, hop.loss_direction != LossDirection::Forward);
     Ok(HopConfig::new(forward, reverse))
 }
 
@@ -429,6 +438,8 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
                 BulkDirection::Download => server.records().next(),
             };
             add_sender_counters(result, sender_record);
+            add_errors(result, "client", client.record());
+            add_errors(result, "server", server.records().next());
             if let Some(report) = BulkReport::from_hosts(client, server) {
                 result.completed = true;
                 result.metrics.insert(
@@ -481,6 +492,8 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
                 .host::<Timed<QuicServer<RtcSenderFactory>>>(chain.receiver)
                 .expect("the server host");
             add_sender_counters(result, server.inner().records().next());
+            add_errors(result, "client", client.record());
+            add_errors(result, "server", server.inner().records().next());
             if let Some(report) = RtcReport::from_client(client) {
                 result.completed = report.frames.len() as u64 == report.expected;
                 result.metrics.insert(
@@ -495,11 +508,19 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             let client = sim
                 .host::<Timed<QuicClient<ShortFlowsClient>>>(chain.sender)
                 .expect("the client host");
+            add_errors(result, "client", client.inner().record());
             if let Some(report) = ShortFlowsReport::from_client(client.inner()) {
                 result.completed = report.flows.len() == *count;
                 add_distribution(result, "fct", &report.fcts);
             }
         }
+    }
+}
+
+/// Records why `who`'s connection closed, if it closed abnormally.
+fn add_errors(result: &mut TrialResult, who: &str, record: Option<&ConnRecord>) {
+    if let Some(error) = record.and_then(|r| r.error.as_ref()) {
+        result.errors.push(format!("{who}: {error}"));
     }
 }
 

@@ -1,0 +1,179 @@
+//! A wrong scenario file gets an error that names the field, says what is
+//! allowed, and (for variants) which variant.
+
+use experiments::ScenarioFile;
+use std::path::PathBuf;
+
+const BASE: &str = r#"
+name = "t"
+title = "test"
+path = ["near", "far"]
+[client]
+addr = "10.0.0.1"
+[server]
+addr = "10.0.1.1"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "25ms"
+rate = "10Mbit/s"
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "1MB"
+"#;
+
+fn error(text: &str) -> String {
+    match ScenarioFile::parse(text, PathBuf::from("bad.toml")) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+fn assert_mentions(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(
+            message.contains(part),
+            "{message:?} does not mention {part:?}"
+        );
+    }
+}
+
+#[test]
+fn the_base_parses_and_gets_defaults() {
+    let file = ScenarioFile::parse(BASE, PathBuf::from("ok.toml")).unwrap();
+    assert_eq!(file.variants.len(), 1);
+    assert_eq!(file.base.trials, 10);
+    assert_eq!(file.base.seed, 1);
+    assert_eq!(file.base.client.controller, "cubic");
+}
+
+#[test]
+fn unknown_field_is_named_with_the_allowed_ones() {
+    let text = BASE.replace("rate = \"100Mbit/s\"", "rate = \"100Mbit/s\"\nlosss = 0.01");
+    let message = error(&text);
+    assert_mentions(
+        &message,
+        &["bad.toml", "hops.near", "losss", "loss", "gilbert_elliott"],
+    );
+}
+
+#[test]
+fn wrong_type_and_bad_units_are_named() {
+    let message = error(&BASE.replace("rate = \"10Mbit/s\"", "rate = \"10MB/s\""));
+    assert_mentions(&message, &["hops.far.rate", "10MB/s", "Mbit/s"]);
+    let message = error(&BASE.replace("delay = \"25ms\"", "delay = true"));
+    assert_mentions(&message, &["hops.far.delay", "a time such as"]);
+}
+
+#[test]
+fn unknown_enum_values_list_the_choices() {
+    let message = error(&BASE.replace("direction = \"upload\"", "direction = \"sideways\""));
+    assert_mentions(&message, &["workload", "sideways", "upload", "download"]);
+    let message = error(&BASE.replace("kind = \"bulk\"", "kind = \"bulky\""));
+    assert_mentions(
+        &message,
+        &["workload", "bulky", "media", "rtc", "short_flows"],
+    );
+}
+
+#[test]
+fn values_out_of_range_are_named() {
+    let message = error(&BASE.replace("rate = \"10Mbit/s\"", "rate = \"10Mbit/s\"\nloss = 1.5"));
+    assert_mentions(&message, &["hops.far.loss", "1.5", "0..=1"]);
+    let message = error(&format!("trials = 0\n{BASE}"));
+    assert_mentions(&message, &["`trials`", "at least 1"]);
+    let message = error(&BASE.replace("[\"near\", \"far\"]", "[\"near\", \"farr\"]"));
+    assert_mentions(&message, &["path[1]", "farr", "far"]);
+}
+
+#[test]
+fn variant_errors_name_the_variant() {
+    let text = format!("{BASE}\n[[variant]]\nname = \"lossy\"\nhops.near.loss = \"1%\"\n");
+    let message = error(&text);
+    assert_mentions(&message, &["variant \"lossy\"", "hops.near.loss"]);
+    let text = format!("{BASE}\n[[variant]]\nname = \"x\"\nmidle = \"split\"\n");
+    assert_mentions(&error(&text), &["variant \"x\"", "midle", "middle"]);
+    let text = format!("{BASE}\n[[variant]]\nhops.near.loss = 0.01\n");
+    assert_mentions(&error(&text), &["variant[0].name", "needs a name"]);
+    let text =
+        format!("{BASE}\n[[variant]]\nname = \"x\"\npaper = {{ goodput_mbps = \"fast\" }}\n");
+    assert_mentions(&error(&text), &["variant \"x\"", "paper.goodput_mbps"]);
+}
+
+#[test]
+fn combinations_that_cannot_run_are_refused() {
+    let media = BASE.replace(
+        "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+        "kind = \"media\"",
+    );
+    let message = error(&format!("middle = \"split\"\n{media}"));
+    assert_mentions(&message, &["`middle`", "UDP"]);
+    let message = error(&BASE.replace(
+        "rate = \"10Mbit/s\"",
+        "rate = \"10Mbit/s\"\nbuffer = { kind = \"drop_tail\" }",
+    ));
+    assert_mentions(&message, &["hops.far.buffer", "packets", "bytes"]);
+}
+
+#[test]
+fn syntax_errors_carry_the_position() {
+    let message = error("name = \"t\"\ntitle = \n");
+    assert_mentions(&message, &["bad.toml", "line 2"]);
+}
+
+#[test]
+fn missing_traces_and_unknown_controllers_fail_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let text = BASE.replace("rate = \"100Mbit/s\"", "trace = \"nowhere.up\"");
+    std::fs::write(&path, &text).unwrap();
+    let file = ScenarioFile::load(&path).unwrap();
+    let registry = quic::ControllerRegistry::builtin();
+    let error = experiments::run(
+        &file,
+        &registry,
+        &Default::default(),
+        &mut experiments::Progress::silent(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_mentions(&error, &["hops.near.trace", "nowhere.up"]);
+
+    let text = BASE.replace(
+        "addr = \"10.0.0.1\"",
+        "addr = \"10.0.0.1\"\ncontroller = \"cubix\"",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let file = ScenarioFile::load(&path).unwrap();
+    let error = experiments::run(
+        &file,
+        &registry,
+        &Default::default(),
+        &mut experiments::Progress::silent(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_mentions(&error, &["client.controller", "cubix", "cubic", "newreno"]);
+}
+
+#[test]
+fn every_shipped_scenario_loads() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut count = 0;
+    for group in std::fs::read_dir(&root).unwrap() {
+        for entry in std::fs::read_dir(group.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                ScenarioFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                count += 1;
+            }
+        }
+    }
+    assert!(
+        count >= 5,
+        "found {count} scenarios under {}",
+        root.display()
+    );
+}
