@@ -28,7 +28,7 @@ pub fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> Dr
     register_font();
     let width = match figure {
         Plot::Bars { .. } => (160 * results.summary.variants.len() as u32).clamp(640, 1600),
-        Plot::Cdf { .. } => 800,
+        Plot::Cdf { .. } | Plot::Series { .. } => 800,
     };
     let size = (width, 480);
     let svg = path.extension().is_some_and(|e| e == "svg");
@@ -57,6 +57,7 @@ where
     match figure {
         Plot::Bars { metric, .. } => bars(root, metric, title, results),
         Plot::Cdf { distribution, .. } => cdf(root, distribution, title, results),
+        Plot::Series { field, trial, .. } => series(root, field, *trial, title, results),
     }
 }
 
@@ -92,6 +93,7 @@ where
         .configure_mesh()
         .disable_x_mesh()
         .y_desc(metric_label(metric))
+        .y_label_formatter(&tick)
         .x_labels(names.len())
         .x_label_formatter(&|value| match value {
             SegmentValue::CenterOf(i) => names.get(*i).copied().unwrap_or("").to_string(),
@@ -136,6 +138,78 @@ fn segments(
     n: usize,
 ) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
     (0..n.saturating_sub(1).max(1)).into_segmented()
+}
+
+/// Drops a trailing `.0` from axis labels.
+fn tick(value: &f64) -> String {
+    let text = format!("{value}");
+    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+}
+
+/// One sampled variable of one trial over time, a line per variant (like
+/// Sidekick's Figure 9 of the congestion window).
+fn series<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    field: &str,
+    trial: u32,
+    title: &str,
+    results: &RunResults,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let lines: Vec<(&str, Vec<(f64, f64)>)> = results
+        .summary
+        .variants
+        .iter()
+        .zip(&results.trials)
+        .filter_map(|(variant, trials)| {
+            let trial = trials.get(trial as usize)?;
+            let (times, values) = (trial.series.get("t_s")?, trial.series.get(field)?);
+            let points = times.iter().copied().zip(values.iter().copied()).collect();
+            Some((variant.name.as_str(), points))
+        })
+        .collect();
+    let right = lines
+        .iter()
+        .flat_map(|(_, points)| points.last().map(|p| p.0))
+        .fold(1e-9_f64, f64::max);
+    let top = lines
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|p| p.1))
+        .fold(1e-9_f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..right, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc(format!("{} (trial {trial})", field.replace('_', " ")))
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    for (index, (name, points)) in lines.into_iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    Ok(())
 }
 
 /// The empirical CDF of a distribution pooled over each variant's trials.
@@ -187,6 +261,7 @@ where
         .configure_mesh()
         .x_desc(metric_label(distribution))
         .y_desc("CDF")
+        .x_label_formatter(&tick)
         .label_style(("sans-serif", 13))
         .draw()?;
     for (index, (name, values)) in pooled.iter().enumerate() {

@@ -44,9 +44,10 @@ pub fn write(
         let stem = match figure {
             Plot::Bars { metric, .. } => format!("{index}-{metric}"),
             Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
+            Plot::Series { field, trial, .. } => format!("{index}-{field}-trial{trial}"),
         };
         let title = match figure {
-            Plot::Bars { title, .. } | Plot::Cdf { title, .. } => {
+            Plot::Bars { title, .. } | Plot::Cdf { title, .. } | Plot::Series { title, .. } => {
                 title.clone().unwrap_or_else(|| file.base.title.clone())
             }
         };

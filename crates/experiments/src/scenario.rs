@@ -266,6 +266,19 @@ pub enum Plot {
         #[serde(default)]
         title: Option<String>,
     },
+    /// A sampled connection variable over time (needs `sample_interval`),
+    /// one line per variant, from one trial.
+    Series {
+        /// The variable: a `series` key of the trial files, such as
+        /// `cwnd_bytes`.
+        field: String,
+        /// Which trial (default 0).
+        #[serde(default)]
+        trial: u32,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+    },
     /// The distribution of per-packet or per-frame values, one line per
     /// variant, all trials pooled.
     Cdf {
@@ -301,6 +314,10 @@ pub struct Scenario {
     /// Fix QUIC's UDP payload size (no path-MTU discovery).
     #[serde(default)]
     pub max_udp_payload: Option<u16>,
+    /// Sample the data sender's connection (cwnd, pacing rate, RTT, bytes
+    /// in flight, losses) at this interval into each trial file.
+    #[serde(default)]
+    pub sample_interval: Option<Span>,
     /// The end that opens the connection (the media sender for `media`).
     pub client: Endpoint,
     /// The other end.
@@ -526,6 +543,23 @@ impl Scenario {
         let fail = |field: &str, message: String| Err((field.to_string(), message));
         if self.trials == 0 {
             return fail("trials", "must be at least 1".into());
+        }
+        if self
+            .sample_interval
+            .is_some_and(|span| span.0 < Duration::from_micros(100))
+        {
+            return fail("sample_interval", "must be at least 100us".into());
+        }
+        if let Some(index) = self
+            .plots
+            .iter()
+            .position(|plot| matches!(plot, Plot::Series { .. }))
+            && self.sample_interval.is_none()
+        {
+            return fail(
+                &format!("plots[{index}]"),
+                "a series plot needs `sample_interval`".into(),
+            );
         }
         if self.time_limit.0.is_zero() {
             return fail("time_limit", "must be positive".into());

@@ -47,6 +47,9 @@ pub struct TrialResult {
     pub links: Vec<LinkReport>,
     /// Why connections closed abnormally, if any did (`client: …`).
     pub errors: Vec<String>,
+    /// The data sender's connection sampled over time, one array per
+    /// variable (empty unless the scenario sets `sample_interval`).
+    pub series: BTreeMap<String, Vec<f64>>,
 }
 
 /// One direction of one hop, as a trial file reports it.
@@ -171,6 +174,9 @@ impl Prepared {
         let mut quic = QuicConfig::new(seed).with_registry(self.registry.clone());
         if let Some(bytes) = scenario.max_udp_payload {
             quic = quic.with_max_udp_payload(bytes);
+        }
+        if let Some(interval) = scenario.sample_interval {
+            quic = quic.with_sampling(interval.0);
         }
         let client_quic = quic.clone().with_congestion(&scenario.client.controller);
         let server_quic = quic.clone().with_congestion(&scenario.server.controller);
@@ -298,6 +304,7 @@ impl Prepared {
             distributions: BTreeMap::new(),
             links: link_reports(&sim, &chain, &scenario.path),
             errors: Vec::new(),
+            series: BTreeMap::new(),
         };
         collect(&sim, &chain, scenario, &mut result);
         result
@@ -524,9 +531,27 @@ fn add_errors(result: &mut TrialResult, who: &str, record: Option<&ConnRecord>) 
     }
 }
 
-/// The data sender's loss counters.
+/// The data sender's loss counters and, if sampled, its time series.
 fn add_sender_counters(result: &mut TrialResult, record: Option<&ConnRecord>) {
     if let Some(record) = record {
+        if !record.samples.is_empty() {
+            let mut column = |name: &str, value: &dyn Fn(&quic::Sample) -> f64| {
+                let values = record.samples.iter().map(value).collect();
+                result.series.insert(name.to_string(), values);
+            };
+            column("t_s", &|s| s.at.as_secs_f64());
+            column("cwnd_bytes", &|s| s.cwnd_bytes as f64);
+            // Only controllers that set a pacing rate (BBR) have one.
+            if record.samples.iter().any(|s| s.pacing_rate.is_some()) {
+                column("pacing_mbps", &|s| {
+                    s.pacing_rate.map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6)
+                });
+            }
+            column("srtt_ms", &|s| millis(s.smoothed_rtt));
+            column("bytes_in_flight", &|s| s.bytes_in_flight as f64);
+            column("lost_packets", &|s| s.lost_packets as f64);
+            column("spurious_losses", &|s| s.spurious_losses as f64);
+        }
         let stats = &record.stats;
         result
             .metrics

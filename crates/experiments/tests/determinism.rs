@@ -11,6 +11,7 @@ title = "1 MB uploads and short flows over a lossy near hop"
 seed = 7
 trials = 2
 max_udp_payload = 1200
+sample_interval = "50ms"
 path = ["near", "far"]
 [client]
 addr = "10.0.0.1"
@@ -29,6 +30,12 @@ buffer = { kind = "drop_tail", packets = 100 }
 kind = "bulk"
 direction = "upload"
 size = "1MB"
+[[plots]]
+kind = "bars"
+metric = "goodput_mbps"
+[[plots]]
+kind = "series"
+field = "cwnd_bytes"
 [[variant]]
 name = "e2e"
 paper = { goodput_mbps = 2.5 }
@@ -87,6 +94,7 @@ fn same_seed_same_bytes_with_any_number_of_threads() {
         "trials/split/1.json",
         "0-goodput_mbps.svg",
         "0-goodput_mbps.png",
+        "1-cwnd_bytes-trial0.svg",
     ] {
         assert!(
             names.iter().any(|n| n == expected),
@@ -121,4 +129,10 @@ fn same_seed_same_bytes_with_any_number_of_threads() {
         assert!(value > 0.5 && value < 10.0, "{key} = {value}");
     }
     assert_eq!(goodput["n"], 2);
+
+    // The sender's samples are in the trial file, one column per variable.
+    let trial: serde_json::Value = serde_json::from_slice(&one_thread[trial]).unwrap();
+    let times = trial["series"]["t_s"].as_array().unwrap();
+    let cwnd = trial["series"]["cwnd_bytes"].as_array().unwrap();
+    assert!(times.len() > 10 && times.len() == cwnd.len(), "{} samples", times.len());
 }
