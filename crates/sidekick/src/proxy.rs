@@ -1,0 +1,522 @@
+//! The sidekick proxy engine (§4.1, §4.2): a [`Middlebox`] that answers
+//! sidekick requests, keeps a quACK per flow that configured one, sends the
+//! quACKs within the flow's quota, and forwards all base traffic untouched.
+//!
+//! A flow is the 4-tuple of the sender's base connection (sender address,
+//! receiver address). Its state, in order of a session's life:
+//!
+//! 1. A request (in band, sender → receiver) creates the flow with a fresh
+//!    session ID and the initial quota of one quACK, and the proxy replies
+//!    from the receiver's address. The request itself is forwarded.
+//! 2. A configure message to the proxy's address, from any port of the
+//!    sender's IP, presenting a session ID the proxy issued, sets the
+//!    interval, threshold and identifier, and fixes where quACKs go (the
+//!    message's source). The reply's session ID can only configure; raising
+//!    the quota needs an ID that came in a quACK, which only the party that
+//!    receives the quACKs has.
+//! 3. Each quACK carries a new session ID and the quota left. The proxy
+//!    accepts the last [`ProxyConfig::session_window`] IDs it issued, so a
+//!    lost quACK does not lock the sender out.
+//! 4. A reset clears the flow's quACK; later quACKs carry its epoch.
+//!
+//! The flow table holds at most [`ProxyConfig::max_flows`] flows; requests
+//! beyond that are forwarded without a reply. Flows expire after
+//! [`ProxyConfig::idle_timeout`] without packets, or after
+//! [`ProxyConfig::unconfigured_timeout`] if the sender never configured them.
+
+use crate::wire::{Config, Control, Discovery, Interval};
+use netsim::{Datagram, Interface, Middlebox, Seed, SimRng, Time, Transmit};
+use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Scheme};
+use rand_chacha::rand_core::RngCore;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How a proxy behaves.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// The proxy's own address: control messages arrive here, quACKs and
+    /// nothing else leave from here.
+    pub addr: SocketAddr,
+    /// Seeds the session IDs (in real mode, from the OS).
+    pub seed: Seed,
+    /// The flow table's bound.
+    pub max_flows: usize,
+    /// A configured flow without packets for this long is forgotten.
+    pub idle_timeout: Duration,
+    /// A flow the sender never configured is forgotten after this long.
+    pub unconfigured_timeout: Duration,
+    /// How many of the latest session IDs of a flow are accepted.
+    pub session_window: usize,
+    /// The largest quota a sender can hold.
+    pub max_quota: u32,
+    /// Replace the power sum with a strawman (for overhead comparisons).
+    pub strawman: Option<Scheme>,
+}
+
+impl ProxyConfig {
+    /// Defaults: 4096 flows, 30 s idle timeout (5 s unconfigured), a window
+    /// of 8 session IDs, quota at most 2^20, the power-sum quACK.
+    pub fn new(addr: SocketAddr, seed: Seed) -> ProxyConfig {
+        ProxyConfig {
+            addr,
+            seed,
+            max_flows: 4096,
+            idle_timeout: Duration::from_secs(30),
+            unconfigured_timeout: Duration::from_secs(5),
+            session_window: 8,
+            max_quota: 1 << 20,
+            strawman: None,
+        }
+    }
+}
+
+/// What the proxy has done, for tests and reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProxyStats {
+    /// Sidekick requests seen.
+    pub requests: u64,
+    /// Replies sent.
+    pub replies: u64,
+    /// Requests refused because the flow table was full.
+    pub refused_full: u64,
+    /// Configure messages accepted.
+    pub configures: u64,
+    /// Resets applied.
+    pub resets: u64,
+    /// Control messages refused: unknown or stale session ID, wrong source,
+    /// or a quota raise with the reply's ID.
+    pub rejected: u64,
+    /// Datagrams to the proxy's address that did not parse.
+    pub malformed: u64,
+    /// QuACKs sent.
+    pub quacks: u64,
+    /// QuACKs not sent because the quota was used up.
+    pub quota_exhausted: u64,
+    /// Packets whose identifier went into a quACK.
+    pub packets_encoded: u64,
+    /// Datagrams forwarded unchanged.
+    pub forwarded: u64,
+    /// Flows forgotten after their idle timeout.
+    pub expired: u64,
+}
+
+/// The base connection's 4-tuple, sender first.
+type FlowKey = (SocketAddr, SocketAddr);
+
+/// A flow's quACK, for the configured identifier width.
+enum FlowEncoder {
+    W16(AnyEncoder<F16>),
+    W32(AnyEncoder<F32>),
+    W64(AnyEncoder<F64>),
+}
+
+impl FlowEncoder {
+    fn new(id_bytes: u8, scheme: Scheme) -> Option<FlowEncoder> {
+        Some(match id_bytes {
+            2 => FlowEncoder::W16(AnyEncoder::new(scheme).ok()?),
+            4 => FlowEncoder::W32(AnyEncoder::new(scheme).ok()?),
+            8 => FlowEncoder::W64(AnyEncoder::new(scheme).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// Inserts the payload's identifier; false if the payload has none.
+    fn insert(&mut self, source: IdentifierSource, payload: &[u8]) -> bool {
+        fn insert<F: Field>(e: &mut AnyEncoder<F>, s: IdentifierSource, p: &[u8]) -> bool {
+            s.identify::<F>(p).map(|id| e.insert(id)).is_some()
+        }
+        match self {
+            FlowEncoder::W16(e) => insert(e, source, payload),
+            FlowEncoder::W32(e) => insert(e, source, payload),
+            FlowEncoder::W64(e) => insert(e, source, payload),
+        }
+    }
+
+    /// The quACK message's bytes, if there is anything to say.
+    fn message(&self) -> Option<Vec<u8>> {
+        match self {
+            FlowEncoder::W16(e) => e.message().map(|m| m.to_bytes()),
+            FlowEncoder::W32(e) => e.message().map(|m| m.to_bytes()),
+            FlowEncoder::W64(e) => e.message().map(|m| m.to_bytes()),
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            FlowEncoder::W16(e) => e.clear(),
+            FlowEncoder::W32(e) => e.clear(),
+            FlowEncoder::W64(e) => e.clear(),
+        }
+    }
+}
+
+/// A configured session.
+struct Session {
+    config: Config,
+    encoder: FlowEncoder,
+    id_source: IdentifierSource,
+    /// Where quACKs go: the source of the configure message.
+    peer: SocketAddr,
+    /// Packets encoded since the last quACK.
+    pending: u32,
+    /// The next quACK time (millisecond intervals), while armed.
+    next_at: Option<Time>,
+}
+
+struct Flow {
+    /// Recently issued session IDs, oldest first; the first one came in
+    /// the reply.
+    sessions: VecDeque<u64>,
+    /// The ID sent in the reply.
+    reply_session: u64,
+    quota: u32,
+    epoch: u8,
+    session: Option<Session>,
+    last_active: Time,
+}
+
+/// The sidekick proxy engine.
+pub struct SidekickProxy {
+    config: ProxyConfig,
+    flows: BTreeMap<FlowKey, Flow>,
+    /// Every accepted session ID and its flow.
+    sessions: BTreeMap<u64, FlowKey>,
+    /// Armed quACK timers.
+    timers: BTreeSet<(Time, FlowKey)>,
+    rng: SimRng,
+    outbox: VecDeque<Transmit>,
+    next_sweep: Time,
+    stats: ProxyStats,
+}
+
+impl SidekickProxy {
+    /// A proxy with an empty flow table.
+    pub fn new(config: ProxyConfig) -> SidekickProxy {
+        let rng = config.seed.rng("sidekick/proxy/sessions");
+        SidekickProxy {
+            config,
+            flows: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            rng,
+            outbox: VecDeque::new(),
+            next_sweep: Time::ZERO,
+            stats: ProxyStats::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &ProxyStats {
+        &self.stats
+    }
+
+    /// Flows in the table.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// The engine's own per-packet work for a datagram, without the
+    /// forwarding: for benchmarks.
+    pub fn observe(&mut self, now: Time, datagram: &Datagram) {
+        if datagram.dst == self.config.addr {
+            self.handle_control(now, datagram);
+        } else if Discovery::is_discovery(&datagram.payload) {
+            self.handle_discovery(now, datagram);
+        } else {
+            self.encode(now, datagram);
+        }
+    }
+
+    fn new_session_id(&mut self) -> u64 {
+        loop {
+            let id = self.rng.next_u64();
+            if !self.sessions.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn handle_discovery(&mut self, now: Time, datagram: &Datagram) {
+        let Ok(Discovery::Request { nonce }) = Discovery::parse(&datagram.payload) else {
+            return;
+        };
+        self.stats.requests += 1;
+        let key = (datagram.src, datagram.dst);
+        if !self.flows.contains_key(&key) {
+            if self.flows.len() >= self.config.max_flows {
+                self.sweep(now);
+            }
+            if self.flows.len() >= self.config.max_flows {
+                self.stats.refused_full += 1;
+                return;
+            }
+            let session = self.new_session_id();
+            self.sessions.insert(session, key);
+            self.flows.insert(
+                key,
+                Flow {
+                    sessions: VecDeque::from([session]),
+                    reply_session: session,
+                    quota: 1,
+                    epoch: 0,
+                    session: None,
+                    last_active: now,
+                },
+            );
+        }
+        // A repeated request gets the same answer (the first may be lost).
+        let flow = self.flows.get_mut(&key).expect("inserted above");
+        flow.last_active = now;
+        let reply = Discovery::Reply {
+            nonce,
+            session: flow.reply_session,
+            proxy: self.config.addr,
+        };
+        self.stats.replies += 1;
+        self.outbox.push_back(Transmit::at(
+            now,
+            Datagram::new(datagram.dst, datagram.src, reply.to_bytes()),
+        ));
+    }
+
+    fn handle_control(&mut self, now: Time, datagram: &Datagram) {
+        let message = match Control::parse(&datagram.payload) {
+            Ok(message) => message,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        let session_id = match &message {
+            Control::Configure { session, .. } | Control::Reset { session, .. } => *session,
+            Control::Quack { .. } => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        // The session must be one this proxy issued recently, and the
+        // message must come from the sender's IP.
+        let Some(&key) = self.sessions.get(&session_id) else {
+            self.stats.rejected += 1;
+            return;
+        };
+        if key.0.ip() != datagram.src.ip() {
+            self.stats.rejected += 1;
+            return;
+        }
+        let strawman = self.config.strawman;
+        let max_quota = self.config.max_quota;
+        let flow = self
+            .flows
+            .get_mut(&key)
+            .expect("sessions map to live flows");
+        flow.last_active = now;
+        match message {
+            Control::Configure { config, .. } => {
+                let raises_quota = config.quota > 0;
+                let proven = session_id != flow.reply_session;
+                if raises_quota && !proven {
+                    // The reply's ID configures, but only an ID from a quACK
+                    // proves the sender receives them.
+                    if flow.session.is_some() {
+                        self.stats.rejected += 1;
+                        return;
+                    }
+                }
+                let scheme = strawman.unwrap_or(Scheme::PowerSum {
+                    threshold: usize::from(config.threshold),
+                });
+                let same_encoding = flow.session.as_ref().is_some_and(|s| {
+                    s.config.threshold == config.threshold
+                        && s.config.id_bytes == config.id_bytes
+                        && s.config.id_offset == config.id_offset
+                });
+                let Some(encoder) = FlowEncoder::new(config.id_bytes, scheme) else {
+                    self.stats.rejected += 1;
+                    return;
+                };
+                if proven {
+                    flow.quota = flow.quota.saturating_add(config.quota).min(max_quota);
+                }
+                let session = match flow.session.take() {
+                    Some(mut s) if same_encoding => {
+                        s.config = config;
+                        s.peer = datagram.src;
+                        s
+                    }
+                    _ => Session {
+                        config,
+                        encoder,
+                        id_source: IdentifierSource::Offset(usize::from(config.id_offset)),
+                        peer: datagram.src,
+                        pending: 0,
+                        next_at: None,
+                    },
+                };
+                flow.session = Some(session);
+                self.stats.configures += 1;
+            }
+            Control::Reset { epoch, .. } => {
+                flow.epoch = epoch;
+                if let Some(session) = &mut flow.session {
+                    session.encoder.clear();
+                    session.pending = 0;
+                }
+                self.stats.resets += 1;
+            }
+            Control::Quack { .. } => unreachable!("refused above"),
+        }
+    }
+
+    fn encode(&mut self, now: Time, datagram: &Datagram) {
+        let key = (datagram.src, datagram.dst);
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return;
+        };
+        let Some(session) = &mut flow.session else {
+            return;
+        };
+        flow.last_active = now;
+        if !session.encoder.insert(session.id_source, &datagram.payload) {
+            return;
+        }
+        self.stats.packets_encoded += 1;
+        session.pending += 1;
+        let per_packet = self.config.strawman.is_some_and(Scheme::per_packet);
+        match session.config.interval {
+            _ if per_packet => self.send_quack(now, key),
+            Interval::Packets(n) if session.pending >= n => self.send_quack(now, key),
+            Interval::Packets(_) => {}
+            Interval::Millis(ms) => {
+                if session.next_at.is_none() {
+                    let at = now + Duration::from_millis(u64::from(ms));
+                    session.next_at = Some(at);
+                    self.timers.insert((at, key));
+                }
+            }
+        }
+    }
+
+    /// Sends the flow's quACK now, if it has quota.
+    fn send_quack(&mut self, now: Time, key: FlowKey) {
+        let next_session = self.new_session_id();
+        let window = self.config.session_window.max(1);
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return;
+        };
+        let Some(session) = &mut flow.session else {
+            return;
+        };
+        if flow.quota == 0 {
+            self.stats.quota_exhausted += 1;
+            return;
+        }
+        let Some(quack) = session.encoder.message() else {
+            return;
+        };
+        flow.quota -= 1;
+        session.pending = 0;
+        flow.sessions.push_back(next_session);
+        self.sessions.insert(next_session, key);
+        while flow.sessions.len() > window {
+            if let Some(old) = flow.sessions.pop_front() {
+                self.sessions.remove(&old);
+            }
+        }
+        let message = Control::Quack {
+            next_session,
+            quota_left: flow.quota,
+            epoch: flow.epoch,
+            quack,
+        };
+        self.stats.quacks += 1;
+        self.outbox.push_back(Transmit::at(
+            now,
+            Datagram::new(self.config.addr, session.peer, message.to_bytes()),
+        ));
+    }
+
+    /// Forgets flows idle past their timeout.
+    fn sweep(&mut self, now: Time) {
+        let (idle, unconfigured) = (self.config.idle_timeout, self.config.unconfigured_timeout);
+        let expired: Vec<FlowKey> = self
+            .flows
+            .iter()
+            .filter(|(_, flow)| {
+                let timeout = if flow.session.is_some() {
+                    idle
+                } else {
+                    unconfigured
+                };
+                now.saturating_duration_since(flow.last_active) >= timeout
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in expired {
+            let flow = self.flows.remove(&key).expect("listed above");
+            for id in flow.sessions {
+                self.sessions.remove(&id);
+            }
+            if let Some(at) = flow.session.and_then(|s| s.next_at) {
+                self.timers.remove(&(at, key));
+            }
+            self.stats.expired += 1;
+        }
+        self.next_sweep = now + Duration::from_secs(1);
+    }
+}
+
+impl Middlebox for SidekickProxy {
+    fn handle_datagram(&mut self, now: Time, _from: Interface, datagram: Datagram) {
+        if now >= self.next_sweep {
+            self.sweep(now);
+        }
+        self.observe(now, &datagram);
+        if datagram.dst != self.config.addr {
+            self.stats.forwarded += 1;
+            self.outbox.push_back(Transmit::at(now, datagram));
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if now >= self.next_sweep {
+            self.sweep(now);
+        }
+        while let Some(&(at, key)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            let Some(session) = self.flows.get_mut(&key).and_then(|f| f.session.as_mut()) else {
+                continue;
+            };
+            if session.next_at != Some(at) {
+                continue; // armed by a session since replaced
+            }
+            let Interval::Millis(ms) = session.config.interval else {
+                session.next_at = None;
+                continue;
+            };
+            if session.pending == 0 {
+                // Nothing new: disarm until the next packet.
+                session.next_at = None;
+                continue;
+            }
+            let next = at + Duration::from_millis(u64::from(ms));
+            session.next_at = Some(next);
+            self.timers.insert((next, key));
+            self.send_quack(now, key);
+        }
+    }
+
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        self.outbox.pop_front()
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        let timer = self.timers.first().map(|&(at, _)| at);
+        let sweep = (!self.flows.is_empty()).then_some(self.next_sweep);
+        timer.into_iter().chain(sweep).min()
+    }
+}

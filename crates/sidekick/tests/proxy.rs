@@ -1,0 +1,322 @@
+//! The proxy engine driven directly: discovery, configuration, quota and
+//! session rules, resets, intervals, the flow table's bound and expiry, and
+//! untouched forwarding.
+
+use netsim::{Datagram, Interface, Middlebox, Seed, Time};
+use quack::{F32, Message, PowerSums};
+use sidekick::wire::{Config, Control, Discovery, Interval};
+use sidekick::{ProxyConfig, SidekickProxy};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const SENDER: &str = "10.0.0.1:5000";
+const CONTROL: &str = "10.0.0.1:5103";
+const RECEIVER: &str = "10.0.1.1:4433";
+const PROXY: &str = "10.0.0.254:1234";
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+struct Harness {
+    proxy: SidekickProxy,
+    now: Time,
+}
+
+impl Harness {
+    fn new(tweak: impl FnOnce(&mut ProxyConfig)) -> Harness {
+        let mut config = ProxyConfig::new(addr(PROXY), Seed::new(1));
+        tweak(&mut config);
+        Harness {
+            proxy: SidekickProxy::new(config),
+            now: Time::ZERO,
+        }
+    }
+
+    /// Delivers a datagram and returns everything the proxy sends.
+    fn send(&mut self, src: &str, dst: &str, payload: Vec<u8>) -> Vec<Datagram> {
+        self.proxy.handle_datagram(
+            self.now,
+            Interface(0),
+            Datagram::new(addr(src), addr(dst), payload),
+        );
+        self.drain()
+    }
+
+    fn drain(&mut self) -> Vec<Datagram> {
+        std::iter::from_fn(|| self.proxy.poll_transmit(self.now))
+            .map(|t| t.datagram)
+            .collect()
+    }
+
+    /// Advances time, firing the proxy's timers on the way.
+    fn advance(&mut self, by: Duration) -> Vec<Datagram> {
+        let end = self.now + by;
+        let mut out = Vec::new();
+        while let Some(at) = self.proxy.poll_timeout().filter(|&at| at <= end) {
+            self.now = self.now.max(at);
+            self.proxy.handle_timeout(self.now);
+            out.extend(self.drain());
+        }
+        self.now = end;
+        out
+    }
+
+    /// Request, reply; returns the reply's session ID.
+    fn discover(&mut self) -> u64 {
+        let out = self.send(
+            SENDER,
+            RECEIVER,
+            Discovery::Request { nonce: 42 }.to_bytes(),
+        );
+        assert_eq!(out.len(), 2, "{out:?}");
+        // The request goes on to the receiver unchanged ...
+        assert!(out.iter().any(|d| d.dst == addr(RECEIVER)));
+        // ... and the reply comes back from the receiver's address.
+        let reply = out.iter().find(|d| d.dst == addr(SENDER)).expect("a reply");
+        assert_eq!((reply.src, reply.dst), (addr(RECEIVER), addr(SENDER)));
+        match Discovery::parse(&reply.payload).unwrap() {
+            Discovery::Reply {
+                nonce,
+                session,
+                proxy,
+            } => {
+                assert_eq!((nonce, proxy), (42, addr(PROXY)));
+                session
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn configure(&mut self, session: u64, interval: Interval, quota: u32) -> Vec<Datagram> {
+        let config = Config {
+            interval,
+            threshold: 8,
+            id_bytes: 4,
+            id_offset: 21,
+            quota,
+        };
+        self.send(
+            CONTROL,
+            PROXY,
+            Control::Configure { session, config }.to_bytes(),
+        )
+    }
+
+    /// A base-connection packet whose identifier (offset 21) is `id`.
+    fn packet(&mut self, id: u32) -> Vec<Datagram> {
+        let mut payload = vec![0x40u8; 40];
+        payload[21..25].copy_from_slice(&id.to_be_bytes());
+        self.send(SENDER, RECEIVER, payload)
+    }
+}
+
+/// The quACKs among `out`: (next session, quota left, epoch, the quACK).
+fn quacks(out: &[Datagram]) -> Vec<(u64, u32, u8, quack::Quack<F32>)> {
+    out.iter()
+        .filter(|d| d.src == addr(PROXY))
+        .map(|d| {
+            assert_eq!(d.dst, addr(CONTROL), "quACKs go to the configuring port");
+            match Control::parse(&d.payload).unwrap() {
+                Control::Quack {
+                    next_session,
+                    quota_left,
+                    epoch,
+                    quack,
+                } => {
+                    let Message::PowerSum(q) = Message::<F32>::parse(&quack).unwrap() else {
+                        panic!("not a power sum")
+                    };
+                    (next_session, quota_left, epoch, q)
+                }
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_configured_flow_gets_quacks_that_decode() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    assert!(h.configure(session, Interval::Packets(4), 0).is_empty());
+    let mut sent = PowerSums::<F32>::new(8).unwrap();
+    let mut out = Vec::new();
+    for id in 1..=5u32 {
+        sent.insert(id * 1000);
+        if id != 3 {
+            out.extend(h.packet(id * 1000)); // the proxy sees all but 3000
+        }
+    }
+    let got = quacks(&out);
+    assert_eq!(got.len(), 1, "one quACK after four packets");
+    let (_, quota_left, epoch, quack) = &got[0];
+    assert_eq!(
+        (*quota_left, *epoch),
+        (0, 0),
+        "the initial quota is one quACK"
+    );
+    let missing = (&sent.quack() - quack)
+        .decode(&[1000, 2000, 3000, 4000, 5000])
+        .unwrap();
+    assert_eq!(missing, vec![3000]);
+    // Every base packet was forwarded unchanged.
+    assert_eq!(out.iter().filter(|d| d.dst == addr(RECEIVER)).count(), 4);
+}
+
+#[test]
+fn only_a_session_id_from_a_quack_raises_the_quota() {
+    let mut h = Harness::new(|_| {});
+    let reply_session = h.discover();
+    h.configure(reply_session, Interval::Packets(1), 1000);
+    let first = quacks(&h.packet(1));
+    assert_eq!(first[0].1, 0, "the reply's ID did not raise the quota");
+    // Out of quota: packets still flow, quACKs do not.
+    assert!(quacks(&h.packet(2)).is_empty());
+    assert_eq!(h.proxy.stats().quota_exhausted, 1);
+    // The reply's ID cannot raise it now either ...
+    h.configure(reply_session, Interval::Packets(1), 1000);
+    assert_eq!(h.proxy.stats().rejected, 1);
+    // ... the ID that came in the quACK can.
+    let next = first[0].0;
+    h.configure(next, Interval::Packets(1), 10);
+    let later = quacks(&h.packet(3));
+    assert_eq!(later.len(), 1);
+    assert_eq!(later[0].1, 9);
+    assert_eq!(
+        later[0].3.count(),
+        3,
+        "the quACK kept counting while out of quota"
+    );
+}
+
+#[test]
+fn unknown_stale_or_misdirected_control_is_rejected() {
+    let mut h = Harness::new(|c| c.session_window = 2);
+    let reply_session = h.discover();
+    h.configure(reply_session, Interval::Packets(1), 0);
+    let ids: Vec<u64> = (0..1)
+        .flat_map(|i| quacks(&h.packet(i)))
+        .map(|q| q.0)
+        .collect();
+    let mut current = ids[0];
+    h.configure(current, Interval::Packets(1), 100);
+    for i in 10..14 {
+        current = quacks(&h.packet(i))[0].0;
+    }
+    let rejected = h.proxy.stats().rejected;
+    // An ID this proxy never issued.
+    h.configure(current ^ 1, Interval::Packets(1), 100);
+    // The first quACK's ID, now outside the window of two.
+    h.configure(ids[0], Interval::Packets(1), 100);
+    // A valid ID from another host.
+    let config = Config {
+        interval: Interval::Packets(1),
+        threshold: 8,
+        id_bytes: 4,
+        id_offset: 21,
+        quota: 100,
+    };
+    let spoofed = Control::Configure {
+        session: current,
+        config,
+    }
+    .to_bytes();
+    h.send("10.9.9.9:5103", PROXY, spoofed);
+    assert_eq!(h.proxy.stats().rejected, rejected + 3);
+    // Garbage to the proxy is counted and goes nowhere.
+    assert!(h.send(CONTROL, PROXY, vec![0xff; 7]).is_empty());
+    assert_eq!(h.proxy.stats().malformed, 1);
+}
+
+#[test]
+fn a_reset_restarts_the_quack_and_is_echoed() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    h.configure(session, Interval::Packets(2), 0);
+    let first = quacks(&[h.packet(1), h.packet(2)].concat());
+    let next = first[0].0;
+    h.configure(next, Interval::Packets(2), 50);
+    h.packet(3);
+    h.send(
+        CONTROL,
+        PROXY,
+        Control::Reset {
+            session: next,
+            epoch: 7,
+        }
+        .to_bytes(),
+    );
+    let after = quacks(&[h.packet(4), h.packet(5)].concat());
+    assert_eq!(after.len(), 1);
+    let (_, _, epoch, quack) = &after[0];
+    assert_eq!(*epoch, 7);
+    assert_eq!(quack.count(), 2, "counting restarted at the reset");
+    assert_eq!(quack.last(), Some(5));
+}
+
+#[test]
+fn millisecond_intervals_send_only_when_there_is_news() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    h.configure(session, Interval::Millis(30), 0);
+    let next = {
+        h.packet(1);
+        let out = h.advance(Duration::from_millis(30));
+        quacks(&out)[0].0
+    };
+    h.configure(next, Interval::Millis(30), 100);
+    // Packets at 0, 10, 20 ms of the next interval: one quACK at its end.
+    let mut out = Vec::new();
+    for id in 2..5 {
+        out.extend(h.packet(id));
+        out.extend(h.advance(Duration::from_millis(10)));
+    }
+    out.extend(h.advance(Duration::from_millis(25)));
+    let got = quacks(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].3.count(), 4);
+    // A quiet second: no quACKs at all.
+    assert!(quacks(&h.advance(Duration::from_secs(1))).is_empty());
+}
+
+#[test]
+fn the_flow_table_is_bounded_and_idle_flows_expire() {
+    let mut h = Harness::new(|c| {
+        c.max_flows = 2;
+        c.unconfigured_timeout = Duration::from_secs(5);
+    });
+    for port in [5000, 5001, 5002] {
+        let src = format!("10.0.0.1:{port}");
+        let out = h.send(&src, RECEIVER, Discovery::Request { nonce: 1 }.to_bytes());
+        let replied = out.iter().any(|d| d.dst == addr(&src));
+        assert_eq!(replied, port != 5002, "port {port}");
+        assert!(
+            out.iter().any(|d| d.dst == addr(RECEIVER)),
+            "always forwarded"
+        );
+    }
+    assert_eq!(h.proxy.stats().refused_full, 1);
+    assert_eq!(h.proxy.flow_count(), 2);
+    h.advance(Duration::from_secs(6));
+    let out = h.send(
+        "10.0.0.1:5002",
+        RECEIVER,
+        Discovery::Request { nonce: 1 }.to_bytes(),
+    );
+    assert_eq!(out.len(), 2, "room again after the idle flows expired");
+    assert_eq!(h.proxy.stats().expired, 2);
+}
+
+#[test]
+fn flows_that_did_not_ask_are_forwarded_and_never_quacked() {
+    let mut h = Harness::new(|_| {});
+    for id in 0..100u32 {
+        let out = h.packet(id);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].dst, addr(RECEIVER));
+        assert_eq!(&out[0].payload[21..25], &id.to_be_bytes());
+    }
+    assert_eq!(h.proxy.stats().packets_encoded, 0);
+    assert_eq!(h.proxy.stats().forwarded, 100);
+}
