@@ -14,8 +14,12 @@
 //! `docs/sidekick.md` describes the design and the choices the paper left
 //! open.
 
+pub mod host;
 pub mod proxy;
+pub mod sender;
 pub mod wire;
 
+pub use host::{SidekickHost, Signals};
 pub use proxy::{ProxyConfig, ProxyStats, SidekickProxy};
+pub use sender::{SenderConfig, SenderEvent, SenderStats, SidekickSender};
 pub use wire::{Config, Control, Discovery, Interval, ParseError};

@@ -11,9 +11,10 @@
 //! 2. A configure message to the proxy's address, from any port of the
 //!    sender's IP, presenting a session ID the proxy issued, sets the
 //!    interval, threshold and identifier, and fixes where quACKs go (the
-//!    message's source). The reply's session ID can only configure; raising
-//!    the quota needs an ID that came in a quACK, which only the party that
-//!    receives the quACKs has.
+//!    message's source). The reply's session ID can only configure (and
+//!    re-arm the initial quota of one, should the first quACK be lost);
+//!    raising the quota needs an ID that came in a quACK, which only the
+//!    party that receives the quACKs has.
 //! 3. Each quACK carries a new session ID and the quota left. The proxy
 //!    accepts the last [`ProxyConfig::session_window`] IDs it issued, so a
 //!    lost quACK does not lock the sender out.
@@ -84,8 +85,8 @@ pub struct ProxyStats {
     pub configures: u64,
     /// Resets applied.
     pub resets: u64,
-    /// Control messages refused: unknown or stale session ID, wrong source,
-    /// or a quota raise with the reply's ID.
+    /// Control messages refused: unknown or stale session ID, or a source
+    /// other than the sender's IP.
     pub rejected: u64,
     /// Datagrams to the proxy's address that did not parse.
     pub malformed: u64,
@@ -314,16 +315,9 @@ impl SidekickProxy {
         flow.last_active = now;
         match message {
             Control::Configure { config, .. } => {
-                let raises_quota = config.quota > 0;
+                // The reply's ID configures, but only an ID from a quACK
+                // proves the sender receives them and may raise the quota.
                 let proven = session_id != flow.reply_session;
-                if raises_quota && !proven {
-                    // The reply's ID configures, but only an ID from a quACK
-                    // proves the sender receives them.
-                    if flow.session.is_some() {
-                        self.stats.rejected += 1;
-                        return;
-                    }
-                }
                 let scheme = strawman.unwrap_or(Scheme::PowerSum {
                     threshold: usize::from(config.threshold),
                 });
@@ -338,6 +332,10 @@ impl SidekickProxy {
                 };
                 if proven {
                     flow.quota = flow.quota.saturating_add(config.quota).min(max_quota);
+                } else if flow.quota == 0 {
+                    // The first quACK was lost: re-arm the initial quota of
+                    // one, still sent only to the sender's own IP.
+                    flow.quota = 1;
                 }
                 let session = match flow.session.take() {
                     Some(mut s) if same_encoding => {

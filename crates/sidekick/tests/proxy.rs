@@ -174,10 +174,14 @@ fn only_a_session_id_from_a_quack_raises_the_quota() {
     // Out of quota: packets still flow, quACKs do not.
     assert!(quacks(&h.packet(2)).is_empty());
     assert_eq!(h.proxy.stats().quota_exhausted, 1);
-    // The reply's ID cannot raise it now either ...
+    // The reply's ID cannot raise it either: it only re-arms the initial
+    // quota of one (in case the first quACK was lost).
     h.configure(reply_session, Interval::Packets(1), 1000);
-    assert_eq!(h.proxy.stats().rejected, 1);
-    // ... the ID that came in the quACK can.
+    let rearmed = quacks(&h.packet(20));
+    assert_eq!(rearmed.len(), 1);
+    assert_eq!(rearmed[0].1, 0);
+    assert!(quacks(&h.packet(21)).is_empty());
+    // The ID that came in a quACK raises it.
     let next = first[0].0;
     h.configure(next, Interval::Packets(1), 10);
     let later = quacks(&h.packet(3));
@@ -185,7 +189,7 @@ fn only_a_session_id_from_a_quack_raises_the_quota() {
     assert_eq!(later[0].1, 9);
     assert_eq!(
         later[0].3.count(),
-        3,
+        5,
         "the quACK kept counting while out of quota"
     );
 }
