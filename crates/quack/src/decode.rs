@@ -87,9 +87,10 @@ impl Missing {
 #[derive(Clone, Debug, Default)]
 pub struct Decoder {
     coeffs: Vec<u64>,
+    /// [`Field::kernel_prepare`] of each coefficient, for the evaluation.
+    prepared: Vec<u64>,
     roots: Vec<(u64, usize)>,
     scratch: Vec<u64>,
-    wide: Vec<u128>,
 }
 
 impl Decoder {
@@ -116,7 +117,10 @@ impl Decoder {
                 Err(DecodeError::Inconsistent)
             };
         }
-        newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs, &mut self.wide);
+        newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
+        self.prepared.clear();
+        self.prepared
+            .extend(self.coeffs.iter().map(|&c| F::kernel_prepare(c)));
         self.find_roots::<F>(candidates);
         if self.roots.len() == m && self.roots_distinct() {
             // Found in candidate order, so already ascending.
@@ -140,33 +144,49 @@ impl Decoder {
     /// Candidates at which the polynomial vanishes, as (element, position).
     fn find_roots<F: Field>(&mut self, candidates: &[F::Id]) {
         self.roots.clear();
-        let mut xs = [0u64; BATCH];
         for (chunk_index, chunk) in candidates.chunks(BATCH).enumerate() {
-            if let Ok(full) = <&[F::Id; BATCH]>::try_from(chunk) {
-                for l in 0..BATCH {
-                    xs[l] = F::element(full[l]);
-                }
-            } else {
-                // The last, partial chunk; the padding lanes are ignored.
-                xs = [0; BATCH];
-                for (x, &id) in xs.iter_mut().zip(chunk) {
-                    *x = F::element(id);
-                }
-            }
-            let values = eval_monic::<F>(&self.coeffs, &xs);
-            let mut zeros = zero_lanes(&values) & lane_mask(chunk.len());
+            // A partial chunk is evaluated in as few vectors (of 4 lanes)
+            // as cover it, not padded to a full batch.
+            let (c, p) = (&self.coeffs[..], &self.prepared[..]);
+            let mut zeros = match chunk.len() {
+                0..=4 => zero_candidates::<F, 4>(c, p, chunk),
+                5..=8 => zero_candidates::<F, 8>(c, p, chunk),
+                9..=12 => zero_candidates::<F, 12>(c, p, chunk),
+                13..=16 => zero_candidates::<F, 16>(c, p, chunk),
+                17..=20 => zero_candidates::<F, 20>(c, p, chunk),
+                21..=24 => zero_candidates::<F, 24>(c, p, chunk),
+                25..=28 => zero_candidates::<F, 28>(c, p, chunk),
+                _ => zero_candidates::<F, BATCH>(c, p, chunk),
+            };
             while zeros != 0 {
                 let l = zeros.trailing_zeros() as usize;
-                self.roots.push((xs[l], chunk_index * BATCH + l));
+                self.roots
+                    .push((F::element(chunk[l]), chunk_index * BATCH + l));
                 zeros &= zeros - 1;
             }
         }
     }
 
-    /// Whether the roots found are pairwise distinct values. There are at
-    /// most a few dozen, so comparing pairs beats sorting.
+    /// Whether the roots found are pairwise distinct values.
+    ///
+    /// A quick exact test first: each root sets one bit of a 1024-bit map
+    /// chosen by a hash of its value, and roots that set different bits
+    /// are different. Only when two share a bit (for ten roots about one
+    /// time in twenty, or when some value repeats) are pairs compared,
+    /// which for a few dozen roots beats sorting.
     fn roots_distinct(&self) -> bool {
         let roots = &self.roots;
+        let mut map = [0u64; 16];
+        let mut shared = 0u64;
+        for &(value, _) in roots {
+            let bit = map_bit(value);
+            let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+            shared |= map[word] & mask;
+            map[word] |= mask;
+        }
+        if shared == 0 {
+            return true;
+        }
         if roots.len() > 64 {
             let mut values: Vec<u64> = roots.iter().map(|r| r.0).collect();
             values.sort_unstable();
@@ -212,6 +232,29 @@ impl Decoder {
         out.collided.sort_unstable();
         Ok(())
     }
+}
+
+/// The candidates (at most `N`) at which the monic polynomial with
+/// coefficients `coeffs` (and their [`Field::kernel_prepare`] `prepared`)
+/// vanishes, as a bit mask of positions.
+#[inline]
+fn zero_candidates<F: Field, const N: usize>(
+    coeffs: &[u64],
+    prepared: &[u64],
+    candidates: &[F::Id],
+) -> u32 {
+    // Padding lanes evaluate at 0; the mask drops them.
+    let mut xs = [0u64; N];
+    for (x, &id) in xs.iter_mut().zip(candidates) {
+        *x = F::element(id);
+    }
+    zero_lanes(&eval_monic::<F, N>(coeffs, prepared, &xs)) & lane_mask(candidates.len())
+}
+
+/// The bit of the 1024-bit map in [`Decoder::roots_distinct`] that a value
+/// sets (a multiplicative hash, so that nearby values spread).
+fn map_bit(value: u64) -> usize {
+    (value.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize
 }
 
 /// A mask of the first `len` lanes.
@@ -277,36 +320,37 @@ fn extra_sums_agree<F: Field>(
 /// omitted) of the monic polynomial whose roots have power sums `d`:
 /// `c_k = -(1/k) (d_k + sum_{i=1..k-1} c_{k-i} d_i)`.
 ///
-/// Each `c_k` needs `c_{k-1}`, so the loop is a dependency chain. To keep
-/// the chain short, each new coefficient `c_j` is pushed at once into the
-/// sums of every later `k` (unreduced, 128-bit), so that when `c_{k-1}`
-/// arrives only its own term `c_{k-1} d_1` and the multiplication by `1/k`
-/// remain, both by Shoup's method with precomputed multipliers.
-fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>, pending: &mut Vec<u128>) {
+/// Each `c_k` needs `c_{k-1}`, so the loop is a dependency chain, but only
+/// through the term `c_{k-1} d_1`: the older terms are a dot product, summed
+/// unreduced (128-bit) and reduced once, which the processor computes
+/// ahead while the chain waits. The chain is then two multiplications by
+/// Shoup's method (`d_1` prepared once, `-1/k` from a table with its
+/// precomputation) and a modular addition. The loop is short of both
+/// latency and throughput; splitting `c_k` into `rest_k + (-d_1 / k)
+/// c_{k-1}` (one multiplication on the chain) cost more instructions than
+/// it saved waiting.
+fn newton_coefficients<F: Field>(d: &[u64], coeffs: &mut Vec<u64>) {
     coeffs.clear();
-    let m = d.len();
     let Some(&d1) = d.first() else {
         return;
     };
     let d1_prepared = F::kernel_prepare(d1);
-    // pending[k]: sum of c_j d_{k-j} over the coefficients pushed so far,
-    // excluding j = k - 1; pending[0] is unused.
-    pending.clear();
-    pending.resize(m + 1, 0);
-    let mut previous: Option<u64> = None;
-    for k in 1..=m {
-        let mut sum = F::add(F::reduce_wide(pending[k]), d[k - 1]);
-        if let Some(c) = previous {
-            sum = F::add(sum, F::kernel_mul(c, d1, d1_prepared));
-        }
-        let inv = F::inv_small(k);
-        let c = crate::field::neg::<F>(F::kernel_mul(sum, inv, F::kernel_prepare(inv)));
-        coeffs.push(c);
-        // Push c_k into the sums of k + 2 ..= m (k + 1 takes it directly).
-        for (j, p) in pending.iter_mut().enumerate().skip(k + 2) {
-            *p += F::wide_mul(c, d[j - k - 1]);
-        }
-        previous = Some(c);
+    let mut previous = F::sub(0, d1); // c_1 = -d_1
+    coeffs.push(previous);
+    for k in 2..=d.len() {
+        // c_0 d_k + sum_{j=1..k-2} c_j d_{k-j}, with c_0 = 1.
+        let older = &coeffs[..k - 2];
+        let dot = older
+            .iter()
+            .zip(d[1..k - 1].iter().rev())
+            .fold(d[k - 1] as u128, |acc, (&c, &di)| acc + F::wide_mul(c, di));
+        let sum = F::add(
+            F::reduce_wide(dot),
+            F::kernel_mul(previous, d1, d1_prepared),
+        );
+        let (neg_inv, neg_inv_prepared) = F::neg_inv_small(k);
+        previous = F::kernel_mul(sum, neg_inv, neg_inv_prepared);
+        coeffs.push(previous);
     }
 }
 
@@ -471,6 +515,28 @@ mod tests {
         let mut one = d.clone();
         one.truncate(1);
         assert_eq!(one.decode(&sent), Ok(vec![6]));
+    }
+
+    #[test]
+    fn roots_distinct_checks_pairs_when_the_map_collides() {
+        let mut decoder = Decoder::new();
+        // Two different values that set the same bit, plus a few others.
+        let first = 12_345u64;
+        let twin = (first + 1..)
+            .find(|&v| map_bit(v) == map_bit(first))
+            .unwrap();
+        decoder.roots = vec![(first, 0), (7, 1), (twin, 2), (99, 3)];
+        assert!(decoder.roots_distinct());
+        decoder.roots.push((first, 4));
+        assert!(!decoder.roots_distinct());
+        // Without a collision in the map, distinct by the map alone.
+        decoder.roots = vec![(1, 0), (2, 1), (3, 2)];
+        assert!(decoder.roots_distinct());
+        // Past 64 roots, by sorting.
+        decoder.roots = (0..100).map(|i| (i as u64 * 7_919, i)).collect();
+        assert!(decoder.roots_distinct());
+        decoder.roots.push((7_919 * 50, 100));
+        assert!(!decoder.roots_distinct());
     }
 
     #[test]

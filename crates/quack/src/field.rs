@@ -62,6 +62,28 @@ pub trait Field:
     fn kernel_mul(a: u64, b: u64, _b_prepared: u64) -> u64 {
         Self::mul(a, b)
     }
+    /// [`Field::kernel_mul`] with `modulus = p` passed in: the vector
+    /// kernels pass it as a value the optimiser cannot see is a constant,
+    /// which the 32-bit field needs to keep its multiplies cheap (see
+    /// `F32::shoup`).
+    #[inline(always)]
+    fn kernel_mul_mod(a: u64, b: u64, b_prepared: u64, _modulus: u64) -> u64 {
+        Self::kernel_mul(a, b, b_prepared)
+    }
+    /// `a * b + c mod p` in the vector kernels (a Horner step), with
+    /// `b_prepared` and `c_prepared` from [`Field::kernel_prepare`] and
+    /// `modulus` as in [`Field::kernel_mul_mod`].
+    #[inline(always)]
+    fn kernel_mul_add(
+        a: u64,
+        b: u64,
+        b_prepared: u64,
+        c: u64,
+        _c_prepared: u64,
+        modulus: u64,
+    ) -> u64 {
+        Self::add(Self::kernel_mul_mod(a, b, b_prepared, modulus), c)
+    }
     /// Adds an element into a lane accumulator of the encode kernel. The
     /// small fields add without reducing (an accumulator is a `u64` far
     /// larger than `p`) and reduce only in [`Field::normalize`]; the 64-bit
@@ -89,6 +111,9 @@ pub trait Field:
     const LANE_BATCHES: u32;
     /// The inverse of `k` for `1 <= k <= MAX_THRESHOLD` (a table lookup).
     fn inv_small(k: usize) -> u64;
+    /// `-1/k` for `1 <= k <= MAX_THRESHOLD`, with its
+    /// [`Field::kernel_prepare`] (a table lookup).
+    fn neg_inv_small(k: usize) -> (u64, u64);
     /// The identifier as an integer, unreduced.
     fn raw(id: Self::Id) -> u64;
     /// Reads a big-endian identifier from exactly `ID_BYTES` bytes.
@@ -100,16 +125,12 @@ pub trait Field:
     fn truncate(v: u64) -> Self::Id;
 }
 
-/// `-a mod p`.
-#[inline(always)]
-pub(crate) fn neg<F: Field>(a: u64) -> u64 {
-    F::sub(0, a)
-}
-
-/// Builds the table of inverses `k^-1 mod p` for `k` in `1..=MAX_THRESHOLD`
-/// at compile time (Fermat: `k^(p-2)`). Index 0 is unused.
-const fn inverse_table(p: u64) -> [u64; MAX_THRESHOLD + 1] {
-    let mut table = [0u64; MAX_THRESHOLD + 1];
+/// Builds the table of `-1/k mod p` for `k` in `1..=MAX_THRESHOLD` at
+/// compile time (Fermat: `k^(p-2)`), each with Shoup's precomputation
+/// `floor(v * 2^32 / p)` when `shoup` (see [`Field::kernel_prepare`]), else
+/// 0. Index 0 is unused.
+const fn neg_inverse_table(p: u64, shoup: bool) -> [(u64, u64); MAX_THRESHOLD + 1] {
+    let mut table = [(0u64, 0u64); MAX_THRESHOLD + 1];
     let mut k = 1;
     while k <= MAX_THRESHOLD {
         let mut result: u128 = 1;
@@ -122,7 +143,13 @@ const fn inverse_table(p: u64) -> [u64; MAX_THRESHOLD + 1] {
             base = base * base % p as u128;
             exp >>= 1;
         }
-        table[k] = result as u64;
+        let neg = p - result as u64;
+        let prepared = if shoup {
+            ((neg as u128) << 32) / p as u128
+        } else {
+            0
+        };
+        table[k] = (neg, prepared as u64);
         k += 1;
     }
     table
@@ -147,6 +174,11 @@ macro_rules! identifier_ops {
 
         #[inline(always)]
         fn inv_small(k: usize) -> u64 {
+            Self::MODULUS - $inverses[k].0
+        }
+
+        #[inline(always)]
+        fn neg_inv_small(k: usize) -> (u64, u64) {
             $inverses[k]
         }
 
@@ -206,10 +238,10 @@ pub struct F16;
 
 impl sealed::Sealed for F16 {}
 
-static INV16: [u64; MAX_THRESHOLD + 1] = inverse_table(F16::MODULUS);
+static NEG_INV16: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F16::MODULUS, false);
 
 impl Field for F16 {
-    identifier_ops!(u16, INV16);
+    identifier_ops!(u16, NEG_INV16);
 
     const MODULUS: u64 = 65_521;
     const ID_BYTES: usize = 2;
@@ -247,30 +279,53 @@ pub struct F32;
 impl F32 {
     /// Shoup's precomputation for a multiplier `b < p` used many times:
     /// `b' = floor(b * 2^32 / p)`. As `2^32 = p + 5`, that is
-    /// `b + floor(5b / p)`, and `floor(5b / p) < 5` takes one fold.
+    /// `b + floor(5b / p)`. Write `5b` as `h * 2^32 + l` (`h < 5`), which
+    /// is `h * p + 5h + l`: `floor(5b / p)` is `h`, plus one when
+    /// `l + 5h >= p`, that is when `l + 5h + 5` carries into bit 32. So it
+    /// is the high word of `w + 5h` for `w = 5b + 5` (if adding 5 already
+    /// carried, `l >= p` and the answer is `h + 1` either way): two
+    /// multiply-adds by 5 and two shifts, no comparison.
     #[inline(always)]
-    fn shoup_prepare(b: u64) -> u64 {
-        const MASK: u64 = 0xffff_ffff;
-        let w = 5 * (b & MASK); // < 5p
-        let q = w >> 32;
-        let rem = (w & MASK) + 5 * q; // w - q * p, < 2^32 + 20
-        b + q + (rem >= Self::MODULUS) as u64
+    const fn shoup_prepare(b: u64) -> u64 {
+        let w = 5 * (b & 0xffff_ffff) + 5; // < 5p + 5
+        b + ((w + 5 * (w >> 32)) >> 32)
     }
 
-    /// `a * b mod p` by Shoup's method, for `a, b < p` and `b_prepared =
-    /// shoup_prepare(b)`: the quotient estimate `q = (a * b') >> 32` is
-    /// exact or one short, so `a * b - q * p` lies in `[0, 2p)`. Three
-    /// 32x32->64 multiplies whose high halves are all used, which keeps the
-    /// compiler on the cheap vector multiply.
+    /// `a * b mod p` by Shoup's method, for `a, b < p`, `b_prepared =
+    /// shoup_prepare(b)` and `modulus = p`: the quotient estimate `q = (a *
+    /// b') >> 32` is exact or one short, so `a * b - q * p` lies in `[0,
+    /// 2p)`. Four 32x32->64 multiplies (`q * p` included), which the
+    /// compiler keeps on the cheap vector multiply (`vpmuludq`) as long as
+    /// it cannot see that `modulus` is a constant: with the constant it
+    /// rewrites `- q * p` as `+ q * (-p)`, a slow 64-bit vector multiply
+    /// (`vpmullq`), and spelt `(q << 32) - 5q` it takes three operations
+    /// instead of two. Scalar code passes the constant (one `imul`).
     #[inline(always)]
-    fn shoup(a: u64, b: u64, b_prepared: u64) -> u64 {
+    fn shoup(a: u64, b: u64, b_prepared: u64, modulus: u64) -> u64 {
         const MASK: u64 = 0xffff_ffff;
         let q = ((a & MASK) * (b_prepared & MASK)) >> 32;
-        // q * p = q * 2^32 - 5q, spelt out: as `q * p` LLVM negates the
-        // constant and emits a slow 64-bit vector multiply.
-        let r = ((a & MASK) * (b & MASK))
-            .wrapping_sub(q << 32)
-            .wrapping_add((q << 2) + q);
+        let r = ((a & MASK) * (b & MASK)).wrapping_sub(q * (modulus & MASK));
+        r.min(r.wrapping_sub(Self::MODULUS))
+    }
+
+    /// `a * b + c mod p` by Shoup's method, for `a, b, c < p`, `c' =
+    /// shoup_prepare(c)` and `modulus` as in [`F32::shoup`]: with `c'` added
+    /// to `a * b'`, the quotient estimate of `(a * b + c) / p` is still
+    /// exact or one short. (It falls short by `a (b / p - b' / 2^32) + (c /
+    /// p - c' / 2^32)`, each bracket below `2^-32`, and `a + 1 <= 2^32`.)
+    /// The addend costs two additions instead of a modular one.
+    #[inline(always)]
+    fn shoup_mul_add(
+        a: u64,
+        b: u64,
+        b_prepared: u64,
+        c: u64,
+        c_prepared: u64,
+        modulus: u64,
+    ) -> u64 {
+        const MASK: u64 = 0xffff_ffff;
+        let q = ((a & MASK) * (b_prepared & MASK) + (c_prepared & MASK)) >> 32;
+        let r = ((a & MASK) * (b & MASK) + (c & MASK)).wrapping_sub(q * (modulus & MASK));
         r.min(r.wrapping_sub(Self::MODULUS))
     }
 
@@ -290,10 +345,10 @@ impl F32 {
 
 impl sealed::Sealed for F32 {}
 
-static INV32: [u64; MAX_THRESHOLD + 1] = inverse_table(F32::MODULUS);
+static NEG_INV32: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F32::MODULUS, true);
 
 impl Field for F32 {
-    identifier_ops!(u32, INV32);
+    identifier_ops!(u32, NEG_INV32);
 
     const MODULUS: u64 = 4_294_967_291;
     const ID_BYTES: usize = 4;
@@ -313,7 +368,24 @@ impl Field for F32 {
 
     #[inline(always)]
     fn kernel_mul(a: u64, b: u64, b_prepared: u64) -> u64 {
-        Self::shoup(a, b, b_prepared)
+        Self::shoup(a, b, b_prepared, Self::MODULUS)
+    }
+
+    #[inline(always)]
+    fn kernel_mul_mod(a: u64, b: u64, b_prepared: u64, modulus: u64) -> u64 {
+        Self::shoup(a, b, b_prepared, modulus)
+    }
+
+    #[inline(always)]
+    fn kernel_mul_add(
+        a: u64,
+        b: u64,
+        b_prepared: u64,
+        c: u64,
+        c_prepared: u64,
+        modulus: u64,
+    ) -> u64 {
+        Self::shoup_mul_add(a, b, b_prepared, c, c_prepared, modulus)
     }
 
     #[inline(always)]
@@ -323,9 +395,10 @@ impl Field for F32 {
 
     #[inline(always)]
     fn reduce_wide(x: u128) -> u64 {
-        // 2^64 = 25 (mod p).
-        let (lo, hi) = (x as u64, (x >> 64) as u64);
-        Self::add(Self::reduce(lo), Self::mul(Self::reduce(hi), 25))
+        // 2^32 = 5, 2^64 = 25 and 2^96 = 125 (mod p): the four 32-bit limbs
+        // fold into less than 156 * 2^32, which `reduce` takes.
+        let limb = |i: u32| ((x >> (32 * i)) as u64) & 0xffff_ffff;
+        Self::reduce(limb(0) + 5 * limb(1) + 25 * limb(2) + 125 * limb(3))
     }
 
     lazy_lanes!();
@@ -342,10 +415,10 @@ pub struct F64;
 
 impl sealed::Sealed for F64 {}
 
-static INV64: [u64; MAX_THRESHOLD + 1] = inverse_table(F64::MODULUS);
+static NEG_INV64: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F64::MODULUS, false);
 
 impl Field for F64 {
-    identifier_ops!(u64, INV64);
+    identifier_ops!(u64, NEG_INV64);
 
     const MODULUS: u64 = 18_446_744_073_709_551_557;
     const ID_BYTES: usize = 8;
@@ -408,6 +481,27 @@ mod tests {
         assert_eq!(F::mul(a, b) as u128, wa * wb % p, "mul {a} {b}");
         assert_eq!(F::add(a, b) as u128, (wa + wb) % p, "add {a} {b}");
         assert_eq!(F::sub(a, b) as u128, (wa + p - wb) % p, "sub {a} {b}");
+        let (kb, kc, m) = (F::kernel_prepare(b), F::kernel_prepare(a), F::MODULUS);
+        assert_eq!(
+            F::kernel_mul(a, b, kb) as u128,
+            wa * wb % p,
+            "kernel_mul {a} {b}"
+        );
+        assert_eq!(
+            F::kernel_mul_mod(a, b, kb, m) as u128,
+            wa * wb % p,
+            "kernel_mul {a} {b}"
+        );
+        assert_eq!(
+            F::kernel_mul_add(b, a, kc, a, kc, m) as u128,
+            (wb * wa + wa) % p,
+            "kernel_mul_add {b} {a} {a}"
+        );
+        assert_eq!(
+            F::kernel_mul_add(a, b, kb, b, kb, m) as u128,
+            (wa * wb + wb) % p,
+            "kernel_mul_add {a} {b} {b}"
+        );
     }
 
     #[test]
@@ -435,6 +529,35 @@ mod tests {
         }
     }
 
+    fn check_neg_inverses<F: Field>() {
+        for k in 1..=MAX_THRESHOLD {
+            let (neg_inv, prepared) = F::neg_inv_small(k);
+            assert_eq!(F::mul(neg_inv, k as u64), F::MODULUS - 1, "k = {k}");
+            assert_eq!(prepared, F::kernel_prepare(neg_inv), "k = {k}");
+        }
+    }
+
+    #[test]
+    fn neg_inverses() {
+        check_neg_inverses::<F16>();
+        check_neg_inverses::<F32>();
+        check_neg_inverses::<F64>();
+    }
+
+    #[test]
+    fn reduce_wide_edges() {
+        let top = F32::MODULUS - 1;
+        let mut sum = 0u128;
+        for n in 1..=MAX_THRESHOLD as u128 {
+            sum += F32::wide_mul(top, top);
+            let want = (n * (top as u128) * (top as u128) % F32::MODULUS as u128) as u64;
+            assert_eq!(F32::reduce_wide(sum), want, "{n} terms");
+        }
+        for x in [0, 1, u64::MAX as u128, u128::MAX, u128::MAX - 1] {
+            assert_eq!(F32::reduce_wide(x) as u128, x % F32::MODULUS as u128);
+        }
+    }
+
     #[test]
     fn aliasing_identifiers_reduce() {
         assert_eq!(F32::element(u32::MAX), 4);
@@ -444,7 +567,38 @@ mod tests {
         assert_eq!(F32::element(7), 7);
     }
 
+    fn check_shoup_prepare(b: u64) {
+        let want = ((b as u128) << 32) / F32::MODULUS as u128;
+        assert_eq!(F32::shoup_prepare(b) as u128, want, "b = {b}");
+    }
+
+    #[test]
+    fn shoup_prepare_edges() {
+        let p = F32::MODULUS;
+        for b in [0, 1, 2, p / 2, p - 2, p - 1] {
+            check_shoup_prepare(b);
+        }
+        // Where floor(5b / p) and floor(5b / 2^32) step.
+        for k in 1..5u64 {
+            for centre in [k * p / 5, (k << 32) / 5] {
+                for b in centre.saturating_sub(8)..(centre + 8).min(p) {
+                    check_shoup_prepare(b);
+                }
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn shoup_prepare_is_exact(b in 0..F32::MODULUS) {
+            check_shoup_prepare(b);
+        }
+
+        #[test]
+        fn reduce_wide_is_exact(x: u128) {
+            prop_assert_eq!(F32::reduce_wide(x) as u128, x % F32::MODULUS as u128);
+        }
+
         #[test]
         fn ops_match_wide_arithmetic(a: u64, b: u64) {
             check_ops::<F16>(a, b);

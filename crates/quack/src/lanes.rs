@@ -31,7 +31,8 @@ pub(crate) const BATCH: usize = 4 * LANES;
 /// [`Field::LANE_BATCHES`] calls.
 #[inline]
 pub(crate) fn accumulate<F: Field>(lanes: &mut [Lane], xs: &[u64; BATCH]) {
-    let prepared = prepare::<F>(xs);
+    let prepared = prepare::<F, BATCH>(xs);
+    let modulus = opaque_modulus::<F>();
     let mut pow = *xs;
     let Some((last, earlier)) = lanes.split_last_mut() else {
         return;
@@ -39,7 +40,7 @@ pub(crate) fn accumulate<F: Field>(lanes: &mut [Lane], xs: &[u64; BATCH]) {
     for acc in earlier {
         add_lanes::<F>(&mut acc.0, &pow);
         for l in 0..BATCH {
-            pow[l] = F::kernel_mul(pow[l], xs[l], prepared[l]);
+            pow[l] = F::kernel_mul_mod(pow[l], xs[l], prepared[l], modulus);
         }
     }
     // The last power needs no successor.
@@ -58,6 +59,26 @@ fn add_lanes<F: Field>(acc: &mut [u64; LANES], values: &[u64; BATCH]) {
     }
 }
 
+/// Identifiers per call of [`add_power_sums`]: a quACK folds the partial
+/// batch it reads in chunks this small, so a few pending identifiers cost a
+/// fraction of a full batch.
+pub(crate) const SMALL_BATCH: usize = LANES;
+
+/// Adds `x^1 ..= x^t` of each of `SMALL_BATCH` identifiers into
+/// `totals[..t]` with [`Field::lane_add`].
+#[inline]
+pub(crate) fn add_power_sums<F: Field>(totals: &mut [u64], xs: &[u64; SMALL_BATCH]) {
+    let prepared = prepare::<F, SMALL_BATCH>(xs);
+    let modulus = opaque_modulus::<F>();
+    let mut pow = *xs;
+    for total in totals {
+        *total = pow.iter().fold(*total, |acc, &v| F::lane_add(acc, v));
+        for l in 0..SMALL_BATCH {
+            pow[l] = F::kernel_mul_mod(pow[l], xs[l], prepared[l], modulus);
+        }
+    }
+}
+
 /// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`):
 /// the plain scalar reference the kernels are tested against.
 #[cfg(test)]
@@ -70,14 +91,27 @@ pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
 }
 
 /// Evaluates the monic polynomial `x^m + c[0] x^(m-1) + ... + c[m-1]` at
-/// `BATCH` points at once (Horner's rule, lane-parallel).
+/// `N` points at once (Horner's rule, lane-parallel); `prepared[i]` is
+/// [`Field::kernel_prepare`]`(c[i])`.
 #[inline]
-pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; BATCH] {
-    let prepared = prepare::<F>(xs);
-    let mut acc = [1u64; BATCH];
-    for &c in coeffs {
-        for l in 0..BATCH {
-            acc[l] = F::add(F::kernel_mul(acc[l], xs[l], prepared[l]), c);
+pub(crate) fn eval_monic<F: Field, const N: usize>(
+    coeffs: &[u64],
+    prepared: &[u64],
+    xs: &[u64; N],
+) -> [u64; N] {
+    let mut acc = [1u64; N];
+    let Some((&first, coeffs)) = coeffs.split_first() else {
+        return acc;
+    };
+    // The first step multiplies by the leading 1: an addition.
+    for l in 0..N {
+        acc[l] = F::add(xs[l], first);
+    }
+    let xs_prepared = prepare::<F, N>(xs);
+    let modulus = opaque_modulus::<F>();
+    for (&c, &c_prepared) in coeffs.iter().zip(&prepared[1..]) {
+        for l in 0..N {
+            acc[l] = F::kernel_mul_add(acc[l], xs[l], xs_prepared[l], c, c_prepared, modulus);
         }
     }
     acc
@@ -86,17 +120,26 @@ pub(crate) fn eval_monic<F: Field>(coeffs: &[u64], xs: &[u64; BATCH]) -> [u64; B
 /// [`Field::kernel_prepare`] of every lane. (A plain loop: the compiler
 /// vectorises it, where it leaves `core::array::from_fn` scalar.)
 #[inline(always)]
-fn prepare<F: Field>(xs: &[u64; BATCH]) -> [u64; BATCH] {
-    let mut prepared = [0u64; BATCH];
+fn prepare<F: Field, const N: usize>(xs: &[u64; N]) -> [u64; N] {
+    let mut prepared = [0u64; N];
     for (p, &x) in prepared.iter_mut().zip(xs) {
         *p = F::kernel_prepare(x);
     }
     prepared
 }
 
+/// `p`, as a value the optimiser cannot see is a constant, for
+/// [`Field::kernel_mul_mod`]: read once per kernel call. (The modular multiply
+/// subtracts `q * p`; with a visible constant, LLVM negates it and emits a
+/// 64-bit vector multiply, `vpmullq`, instead of `vpmuludq`.)
+#[inline(always)]
+fn opaque_modulus<F: Field>() -> u64 {
+    core::hint::black_box(F::MODULUS)
+}
+
 /// The lanes whose value is zero, as a bit mask (bit `l` for lane `l`).
 #[inline(always)]
-pub(crate) fn zero_lanes(values: &[u64; BATCH]) -> u32 {
+pub(crate) fn zero_lanes<const N: usize>(values: &[u64; N]) -> u32 {
     let mut mask = 0u32;
     for (l, &v) in values.iter().enumerate() {
         mask |= ((v == 0) as u32) << l;

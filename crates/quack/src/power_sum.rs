@@ -4,7 +4,7 @@ use core::fmt;
 use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
-use crate::lanes::{BATCH, Lane, accumulate};
+use crate::lanes::{BATCH, Lane, SMALL_BATCH, accumulate, add_power_sums};
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -146,28 +146,26 @@ impl<F: Field> PowerSums<F> {
 
     /// Writes the current power sums into `sums` (resized to `t`).
     pub(crate) fn sums_into(&self, sums: &mut Vec<u64>) {
-        // The pending identifiers go through the vector kernel too, padded
-        // with zeros (which add nothing to any power sum), into scratch lanes.
-        let mut pending_lanes = vec![Lane::default(); self.lanes.len()];
-        if self.pending_len > 0 {
-            let mut xs = [0u64; BATCH];
-            for (x, &id) in xs.iter_mut().zip(&self.pending[..self.pending_len]) {
-                *x = F::element(id);
-            }
-            accumulate::<F>(&mut pending_lanes, &xs);
-        }
+        // Each power's lanes are added with `lane_add` and reduced once: a
+        // small field's lane holds less than 2^58 (see `Field::LANE_BATCHES`),
+        // so its eight lanes and the pending identifiers' powers stay below
+        // 2^62; the 64-bit field's `lane_add` reduces as it goes.
         sums.clear();
         sums.extend(
             self.lanes
                 .iter()
-                .zip(&pending_lanes)
-                .map(|(lane, pending)| {
-                    lane.0
-                        .iter()
-                        .chain(&pending.0)
-                        .fold(0, |acc, &v| F::add(acc, F::normalize(v)))
-                }),
+                .map(|lane| lane.0.iter().fold(0, |acc, &v| F::lane_add(acc, v))),
         );
+        // The pending identifiers, a small batch at a time, padded with
+        // zeros (which add nothing to any power sum).
+        for chunk in self.pending[..self.pending_len].chunks(SMALL_BATCH) {
+            let mut xs = [0u64; SMALL_BATCH];
+            for (x, &id) in xs.iter_mut().zip(chunk) {
+                *x = F::element(id);
+            }
+            add_power_sums::<F>(sums, &xs);
+        }
+        sums.iter_mut().for_each(|s| *s = F::normalize(*s));
     }
 
     /// The quACK of the current multiset.
