@@ -1,7 +1,7 @@
 //! The event queue: a priority queue ordered by time, then by insertion.
 
 use crate::Time;
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// A queue of events ordered by time; events at the same time come out in
@@ -9,44 +9,31 @@ use std::collections::BinaryHeap;
 ///
 /// The tie-break is an insertion sequence number, so the order never depends
 /// on the events' contents, on memory addresses or on hashing.
+///
+/// The heap holds only small keys (time, sequence number, slot); the events
+/// themselves wait in a slab of slots. A simulator event carries a whole
+/// datagram (about a hundred bytes), and a binary heap moves its entries
+/// some log₂(n) times per push and pop, so keeping them out of the heap
+/// makes both cheaper. Freed slots are reused, so a long run allocates no
+/// more than its largest backlog of pending events.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// Min-heap on (time, sequence number); the sequence number is unique,
+    /// so the slot index never decides the order.
+    heap: BinaryHeap<Reverse<(Time, u64, usize)>>,
+    /// The pending events, by slot; `None` for a free slot.
+    slots: Vec<Option<E>>,
+    /// Free slots, reused last-freed first.
+    free: Vec<usize>,
     next_seq: u64,
-}
-
-#[derive(Debug)]
-struct Entry<E> {
-    at: Time,
-    seq: u64,
-    event: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-
-impl<E> Eq for Entry<E> {}
-
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Entry<E> {
-    /// Reversed, so that the max-heap pops the earliest (time, seq) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
-    }
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             next_seq: 0,
         }
     }
@@ -62,17 +49,30 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: Time, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { at, seq, event });
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(event);
+                slot
+            }
+            None => {
+                self.slots.push(Some(event));
+                self.slots.len() - 1
+            }
+        };
+        self.heap.push(Reverse((at, seq, slot)));
     }
 
     /// Removes and returns the earliest event.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        self.heap.pop().map(|e| (e.at, e.event))
+        let Reverse((at, _, slot)) = self.heap.pop()?;
+        let event = self.slots[slot].take()?;
+        self.free.push(slot);
+        Some((at, event))
     }
 
     /// The time of the earliest event.
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.at)
+        self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
 
     /// Number of pending events.

@@ -60,7 +60,10 @@ impl QuicConfig {
     /// Send UDP payloads of at most `bytes` (at least 1200, QUIC's minimum),
     /// without path-MTU discovery, as the Sidekick experiments' clients did.
     pub fn with_max_udp_payload(mut self, bytes: u16) -> QuicConfig {
-        assert!(bytes >= 1200, "QUIC needs UDP payloads of at least 1200 bytes");
+        assert!(
+            bytes >= 1200,
+            "QUIC needs UDP payloads of at least 1200 bytes"
+        );
         self.max_udp_payload = Some(bytes);
         self
     }

@@ -28,6 +28,9 @@ pub(crate) struct Conn<A> {
     pub(crate) record: ConnRecord,
     next_sample: Option<Time>,
     drained: bool,
+    /// Whether `record.stats` is behind the connection (see
+    /// [`Core::refresh_stats`]).
+    stats_stale: bool,
 }
 
 /// A noq-proto endpoint driven in virtual time.
@@ -42,6 +45,9 @@ pub(crate) struct Core<A> {
     /// The sequence number of each live handle.
     live: BTreeMap<usize, u64>,
     next_seq: u64,
+    /// Connections whose `record.stats` are behind (see
+    /// [`Core::refresh_stats`]), each listed once.
+    stale_stats: Vec<u64>,
     outbox: VecDeque<Datagram>,
     buf: Vec<u8>,
     sample_interval: Option<Duration>,
@@ -62,6 +68,7 @@ impl<A: App> Core<A> {
             conns: BTreeMap::new(),
             live: BTreeMap::new(),
             next_seq: 0,
+            stale_stats: Vec::new(),
             outbox: VecDeque::new(),
             buf: Vec::new(),
             sample_interval,
@@ -120,6 +127,7 @@ impl<A: App> Core<A> {
                     .sample_interval
                     .map(|interval| first_tick(now, interval)),
                 drained: false,
+                stats_stale: false,
             },
         );
     }
@@ -135,7 +143,13 @@ impl<A: App> Core<A> {
         self.wall.set(now);
         let instant = self.clock.instant(now);
         let path = FourTuple::new(datagram.src, Some(self.local_addr().ip()));
-        let data = BytesMut::from(&datagram.payload[..]);
+        // The simulator hands over the only reference to the payload, so it
+        // becomes the receive buffer without a copy (noq-proto decrypts in
+        // place); a payload shared elsewhere is copied.
+        let data = datagram
+            .payload
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
         self.buf.clear();
         match self
             .endpoint
@@ -238,12 +252,21 @@ impl<A: App> Core<A> {
                 .poll_transmit(instant, NonZeroUsize::MIN, &mut self.buf)
             {
                 c.record.first_tx.get_or_insert(now);
-                let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+                // The datagram keeps the buffer noq-proto wrote it into (no
+                // copy); the next poll starts a fresh one.
+                let mut payload = std::mem::take(&mut self.buf);
+                payload.truncate(transmit.size);
+                let payload = Bytes::from(payload);
                 sent = Some((seq, Datagram::new(local, transmit.destination, payload)));
                 break;
             }
         }
-        let (seq, datagram) = sent?;
+        let Some((seq, datagram)) = sent else {
+            // Nothing more to send: the end of this activation, when the
+            // records must be up to date.
+            self.refresh_stats();
+            return None;
+        };
         self.process_one(now, seq);
         Some(datagram)
     }
@@ -287,9 +310,31 @@ impl<A: App> Core<A> {
     /// Hands events between connections, endpoint and applications until
     /// nothing is left to do.
     fn process(&mut self, now: Time) {
-        let live: Vec<u64> = self.live.values().copied().collect();
-        for seq in live {
+        // In handle order, as iterating `live` would; `process_one` may
+        // remove the current entry, so walk by key rather than hold an
+        // iterator.
+        let mut from = 0;
+        while let Some((&handle, &seq)) = self.live.range(from..).next() {
+            from = handle + 1;
             self.process_one(now, seq);
+        }
+        self.refresh_stats();
+    }
+
+    /// Brings `record.stats` up to date for the connections processed since
+    /// the last refresh.
+    ///
+    /// Reading a connection's counters copies a few hundred bytes of
+    /// noq-proto statistics, so it is done once per input and once when the
+    /// endpoint has nothing more to send, not after every packet: the
+    /// records are current whenever the simulator is between events, which
+    /// is when anyone can read them.
+    fn refresh_stats(&mut self) {
+        for seq in self.stale_stats.drain(..) {
+            if let Some(c) = self.conns.get_mut(&seq) {
+                c.record.stats = stats(&mut c.conn);
+                c.stats_stale = false;
+            }
         }
     }
 
@@ -329,7 +374,10 @@ impl<A: App> Core<A> {
         if c.conn.is_closed() {
             c.record.closed_at.get_or_insert(now);
         }
-        c.record.stats = stats(&mut c.conn);
+        if !c.stats_stale {
+            c.stats_stale = true;
+            self.stale_stats.push(seq);
+        }
     }
 }
 

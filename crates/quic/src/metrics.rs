@@ -25,7 +25,9 @@ pub struct Sample {
     pub spurious_losses: u64,
 }
 
-/// A connection's counters, as of the last input to its endpoint.
+/// A connection's counters, as of the last input to its endpoint (they are
+/// refreshed after each input and when the endpoint has nothing more to
+/// send, so they are current whenever the simulator is between events).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConnStats {
     /// QUIC packets sent (ack-eliciting and probes).
