@@ -56,7 +56,11 @@ where
     root.fill(&WHITE)?;
     match figure {
         Plot::Bars { metric, .. } => bars(root, metric, title, results),
-        Plot::Cdf { distribution, .. } => cdf(root, distribution, title, results),
+        Plot::Cdf {
+            distribution,
+            y_from,
+            ..
+        } => cdf(root, distribution, *y_from, title, results),
         Plot::Series { field, trial, .. } => series(root, field, *trial, title, results),
     }
 }
@@ -216,6 +220,7 @@ where
 fn cdf<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     distribution: &str,
+    y_from: f64,
     title: &str,
     results: &RunResults,
 ) -> DrawResult
@@ -256,7 +261,7 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..right, 0.0..1.0)?;
+        .build_cartesian_2d(0.0..right, y_from.clamp(0.0, 0.99)..1.0)?;
     chart
         .configure_mesh()
         .x_desc(metric_label(distribution))
@@ -280,7 +285,8 @@ where
                 values.len() - 1,
                 &values[values.len() - 1],
             )))
-            .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n));
+            .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n))
+            .filter(|&(_, y)| y >= y_from);
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
             .label(name.as_str())

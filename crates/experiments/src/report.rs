@@ -70,6 +70,7 @@ pub fn plots(file: &ScenarioFile) -> Vec<Plot> {
     let cdf = |distribution: &str| Plot::Cdf {
         distribution: distribution.into(),
         title: None,
+        y_from: 0.0,
     };
     match file.base.workload {
         Workload::Bulk { .. } => vec![Plot::Bars {

@@ -168,6 +168,31 @@ pub enum Middle {
     /// The split-connection QUIC proxy (both legs use the client's
     /// controller unless `split_controller` says otherwise).
     Split,
+    /// The Sidekick proxy; the client runs the sidekick sender engine
+    /// configured by the `[sidekick]` table.
+    Sidekick,
+}
+
+/// The client's sidekick settings (`[sidekick]`, with `middle = "sidekick"`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SidekickSpec {
+    /// A quACK every this many packets ...
+    #[serde(default)]
+    pub interval_packets: Option<u32>,
+    /// ... or every this long.
+    #[serde(default)]
+    pub interval: Option<Span>,
+    /// The threshold t.
+    pub threshold: u8,
+    /// A missing packet is lost once this many later packets have been
+    /// received (default 3).
+    #[serde(default = "three")]
+    pub reorder_threshold: u32,
+}
+
+fn three() -> u32 {
+    3
 }
 
 /// Which way a bulk transfer goes.
@@ -287,6 +312,9 @@ pub enum Plot {
         /// The figure's title.
         #[serde(default)]
         title: Option<String>,
+        /// Start the CDF axis here (default 0) to show a tail.
+        #[serde(default)]
+        y_from: f64,
     },
 }
 
@@ -336,6 +364,9 @@ pub struct Scenario {
     /// The split proxy's server-facing controller (default: the client's).
     #[serde(default)]
     pub split_controller: Option<String>,
+    /// The sidekick sender's settings, with `middle = "sidekick"`.
+    #[serde(default)]
+    pub sidekick: Option<SidekickSpec>,
     /// The traffic.
     pub workload: Workload,
     /// Figures to draw (default: one suited to the workload).
@@ -590,6 +621,47 @@ impl Scenario {
             }
             hop.check()
                 .map_err(|(field, message)| (format!("hops.{name}.{field}"), message))?;
+        }
+        match (&self.middle, &self.sidekick) {
+            (Middle::Sidekick, None) => {
+                return fail(
+                    "sidekick",
+                    "middle = \"sidekick\" needs a [sidekick] table".into(),
+                );
+            }
+            (Middle::Sidekick, Some(spec)) => {
+                if spec.threshold == 0 {
+                    return fail("sidekick.threshold", "must be at least 1".into());
+                }
+                match (spec.interval_packets, spec.interval) {
+                    (Some(0), _) => {
+                        return fail("sidekick.interval_packets", "must be at least 1".into());
+                    }
+                    (Some(_), None) => {}
+                    (None, Some(span)) if span.0 >= Duration::from_millis(1) => {}
+                    (None, Some(_)) => {
+                        return fail("sidekick.interval", "must be at least 1ms".into());
+                    }
+                    _ => {
+                        return fail(
+                            "sidekick",
+                            "give one of `interval_packets` or `interval`".into(),
+                        );
+                    }
+                }
+                if !matches!(self.workload, Workload::Media { .. }) {
+                    return fail(
+                        "middle",
+                        "the sidekick runs with the media workload so far; QUIC senders \
+                         need PACUBIC (not yet built)"
+                            .into(),
+                    );
+                }
+            }
+            (_, Some(_)) => {
+                return fail("sidekick", "only applies with middle = \"sidekick\"".into());
+            }
+            (_, None) => {}
         }
         if self.middle == Middle::Split {
             if self.path.len() < 2 {

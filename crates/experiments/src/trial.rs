@@ -3,12 +3,13 @@
 
 use crate::scenario::{
     ArrivalKind, Buffer, BulkDirection, Hop, LossDirection, Middle, Scenario, ScenarioError,
-    Workload,
+    SidekickSpec, Workload,
 };
 use netsim::{
     BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
     LinkStats, LossModel, MiddleSpec, Probability, RedConfig, Simulator, StopReason, Time,
 };
+use quack::F32;
 use quic::{
     BulkClient, BulkReport, BulkServerFactory, ConnRecord, ControllerRegistry, DelaySummary,
     MediaConfig, MediaReceiver, MediaSender, QuicClient, QuicConfig, QuicServer, RtcConfig,
@@ -16,6 +17,8 @@ use quic::{
     ShortFlowsServerFactory, SplitProxy, Timed,
 };
 use serde::{Deserialize, Serialize};
+use sidekick::wire::Interval;
+use sidekick::{ProxyConfig, SenderConfig, SenderStats, SidekickHost, SidekickProxy};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -202,12 +205,18 @@ impl Prepared {
             }
             Workload::Media { duration } => {
                 let config = MediaConfig::new(seed.derive("media")).with_duration(duration.0);
+                let media = MediaSender::new(config.clone(), client_addr, server_addr);
+                let client = match &scenario.sidekick {
+                    Some(spec) => {
+                        let engine = sidekick_sender_config(spec);
+                        let host =
+                            SidekickHost::<_, F32>::new(media, engine, seed.derive("sidekick"));
+                        HostSpec::new("client", client_addr.ip(), host)
+                    }
+                    None => HostSpec::new("client", client_addr.ip(), media),
+                };
                 (
-                    HostSpec::new(
-                        "client",
-                        client_addr.ip(),
-                        MediaSender::new(config.clone(), client_addr, server_addr),
-                    ),
+                    client,
                     HostSpec::new(
                         "server",
                         server_addr.ip(),
@@ -261,23 +270,30 @@ impl Prepared {
         for (index, hop) in self.hops.iter().enumerate() {
             if index > 0 {
                 let name = format!("middle{index}");
-                let middle =
-                    if index == scenario.middle_index() + 1 && scenario.middle == Middle::Split {
-                        // The client-facing leg sends the server's data, so it
-                        // uses the server's controller; the server-facing leg
-                        // sends the client's.
-                        let back = scenario
-                            .split_controller
-                            .as_ref()
-                            .unwrap_or(&scenario.client.controller);
-                        let front = quic.clone().with_congestion(&scenario.server.controller);
-                        let proxy =
-                            SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
-                                .expect("controllers were checked when the variant was prepared");
-                        MiddleSpec::with_middlebox("split-proxy", proxy)
-                    } else {
-                        MiddleSpec::forwarder(name)
-                    };
+                let middle = if index == scenario.middle_index() + 1
+                    && scenario.middle == Middle::Split
+                {
+                    // The client-facing leg sends the server's data, so it
+                    // uses the server's controller; the server-facing leg
+                    // sends the client's.
+                    let back = scenario
+                        .split_controller
+                        .as_ref()
+                        .unwrap_or(&scenario.client.controller);
+                    let front = quic.clone().with_congestion(&scenario.server.controller);
+                    let proxy =
+                        SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
+                            .expect("controllers were checked when the variant was prepared");
+                    MiddleSpec::with_middlebox("split-proxy", proxy)
+                } else if index == scenario.middle_index() + 1
+                    && scenario.middle == Middle::Sidekick
+                {
+                    let config = ProxyConfig::new(SIDEKICK_PROXY, seed.derive("sidekick-proxy"));
+                    MiddleSpec::with_middlebox("sidekick-proxy", SidekickProxy::new(config))
+                        .with_addr(SIDEKICK_PROXY.ip())
+                } else {
+                    MiddleSpec::forwarder(name)
+                };
                 spec = spec.middle(middle);
             }
             spec = spec.hop(hop.clone());
@@ -459,9 +475,23 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             }
         }
         Workload::Media { .. } => {
-            let sender = sim
-                .host::<MediaSender>(chain.sender)
-                .expect("the sender host");
+            let wrapped = sim.host::<SidekickHost<MediaSender, F32>>(chain.sender);
+            let sender = match wrapped {
+                Some(host) => host.inner(),
+                None => sim
+                    .host::<MediaSender>(chain.sender)
+                    .expect("the sender host"),
+            };
+            if let Some(host) = wrapped {
+                add_sidekick_counters(result, &host.stats());
+            }
+            if let Some(proxy) =
+                sim.middlebox::<SidekickProxy>(chain.middles[scenario.middle_index()])
+            {
+                result
+                    .metrics
+                    .insert("proxy_quacks".into(), proxy.stats().quacks as f64);
+            }
             let receiver = sim
                 .host::<MediaReceiver>(chain.receiver)
                 .expect("the receiver host");
@@ -522,6 +552,34 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             }
         }
     }
+}
+
+/// The sidekick proxy's control address (not on any host's subnet).
+const SIDEKICK_PROXY: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 255, 255, 1)),
+    1234,
+);
+
+/// The sender engine's settings from a scenario's `[sidekick]` table.
+fn sidekick_sender_config(spec: &SidekickSpec) -> SenderConfig {
+    let interval = match (spec.interval_packets, spec.interval) {
+        (Some(n), _) => Interval::Packets(n),
+        (None, Some(span)) => {
+            Interval::Millis(span.0.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
+        }
+        (None, None) => unreachable!("checked: the sidekick has an interval"),
+    };
+    let mut config = SenderConfig::new(interval, spec.threshold);
+    config.reorder_threshold = spec.reorder_threshold;
+    config
+}
+
+/// The sidekick sender's counters.
+fn add_sidekick_counters(result: &mut TrialResult, stats: &SenderStats) {
+    let metrics = &mut result.metrics;
+    metrics.insert("sidekick_quacks".into(), stats.quacks as f64);
+    metrics.insert("sidekick_retransmitted".into(), stats.retransmitted as f64);
+    metrics.insert("sidekick_resets".into(), stats.resets as f64);
 }
 
 /// Records why `who`'s connection closed, if it closed abnormally.

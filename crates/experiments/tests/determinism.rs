@@ -134,5 +134,9 @@ fn same_seed_same_bytes_with_any_number_of_threads() {
     let trial: serde_json::Value = serde_json::from_slice(&one_thread[trial]).unwrap();
     let times = trial["series"]["t_s"].as_array().unwrap();
     let cwnd = trial["series"]["cwnd_bytes"].as_array().unwrap();
-    assert!(times.len() > 10 && times.len() == cwnd.len(), "{} samples", times.len());
+    assert!(
+        times.len() > 10 && times.len() == cwnd.len(),
+        "{} samples",
+        times.len()
+    );
 }

@@ -177,3 +177,28 @@ fn every_shipped_scenario_loads() {
         root.display()
     );
 }
+
+#[test]
+fn sidekick_settings_are_checked_by_field() {
+    let media = BASE.replace(
+        "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+        "kind = \"media\"",
+    );
+    let without_table = format!("{media}\n[[variant]]\nname = \"sk\"\nmiddle = \"sidekick\"\n");
+    assert_mentions(&error(&without_table), &["sk", "sidekick", "[sidekick]"]);
+
+    let zero_threshold = format!(
+        "{media}\n[[variant]]\nname = \"sk\"\nmiddle = \"sidekick\"\n\
+         sidekick = {{ interval_packets = 2, threshold = 0 }}\n"
+    );
+    assert_mentions(
+        &error(&zero_threshold),
+        &["sidekick.threshold", "at least 1"],
+    );
+
+    let stray = format!(
+        "{media}\n[[variant]]\nname = \"sk\"\n\
+         sidekick = {{ interval_packets = 2, threshold = 8 }}\n"
+    );
+    assert_mentions(&error(&stray), &["sidekick", "middle = \"sidekick\""]);
+}
