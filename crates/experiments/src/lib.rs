@@ -9,6 +9,7 @@
 //! the trial files, `summary.json` ([`summary`]), CSVs, plots ([`plot`])
 //! and `summary.md`. `docs/experiments.md` is the user's reference.
 
+pub mod check;
 pub mod plot;
 pub mod progress;
 pub mod report;

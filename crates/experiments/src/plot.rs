@@ -28,7 +28,7 @@ pub fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> Dr
     register_font();
     let width = match figure {
         Plot::Bars { .. } => (160 * results.summary.variants.len() as u32).clamp(640, 1600),
-        Plot::Cdf { .. } | Plot::Series { .. } => 800,
+        Plot::Cdf { .. } | Plot::Series { .. } | Plot::Lines { .. } => 800,
     };
     let size = (width, 480);
     let svg = path.extension().is_some_and(|e| e == "svg");
@@ -62,6 +62,12 @@ where
             ..
         } => cdf(root, distribution, *y_from, title, results),
         Plot::Series { field, trial, .. } => series(root, field, *trial, title, results),
+        Plot::Lines {
+            metric,
+            x_label,
+            x_scale,
+            ..
+        } => lines(root, metric, x_label.as_deref(), *x_scale, title, results),
     }
 }
 
@@ -297,6 +303,85 @@ where
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    Ok(())
+}
+
+/// A metric against a swept field: a line per swept variant through the
+/// medians, with p25–p75 error bars (like Sidekick's Figure 6).
+fn lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    metric: &str,
+    x_label: Option<&str>,
+    x_scale: f64,
+    title: &str,
+    results: &RunResults,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    // (series, [(x, p25, median, p75)]) in file order.
+    let mut groups: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = Vec::new();
+    let mut field = "";
+    for variant in &results.summary.variants {
+        let (Some(point), Some(spread)) = (&variant.sweep, variant.metrics.get(metric)) else {
+            continue;
+        };
+        field = &point.field;
+        let value = (point.x * x_scale, spread.p25, spread.median, spread.p75);
+        match groups.iter_mut().find(|(name, _)| *name == point.series) {
+            Some((_, points)) => points.push(value),
+            None => groups.push((&point.series, vec![value])),
+        }
+    }
+    let xs = groups.iter().flat_map(|(_, p)| p.iter().map(|v| v.0));
+    let (left, right) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let (left, right) = if left <= right {
+        (left, right)
+    } else {
+        (0.0, 1.0)
+    };
+    let pad = ((right - left) * 0.03).max(1e-9);
+    let top = groups
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|v| v.3))
+        .fold(1e-9_f64, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((left - pad)..(right + pad), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label.unwrap_or(field))
+        .y_desc(metric_label(metric))
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 13))
+        .draw()?;
+    for (index, (name, points)) in groups.into_iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        chart.draw_series(points.iter().map(|&(x, p25, median, p75)| {
+            ErrorBar::new_vertical(x, p25, median, p75, color.stroke_width(1), 6)
+        }))?;
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|&(x, _, median, _)| (x, median)),
+                color.stroke_width(2),
+            ))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 13))

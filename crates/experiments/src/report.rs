@@ -45,11 +45,13 @@ pub fn write(
             Plot::Bars { metric, .. } => format!("{index}-{metric}"),
             Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
             Plot::Series { field, trial, .. } => format!("{index}-{field}-trial{trial}"),
+            Plot::Lines { metric, .. } => format!("{index}-{metric}-lines"),
         };
         let title = match figure {
-            Plot::Bars { title, .. } | Plot::Cdf { title, .. } | Plot::Series { title, .. } => {
-                title.clone().unwrap_or_else(|| file.base.title.clone())
-            }
+            Plot::Bars { title, .. }
+            | Plot::Cdf { title, .. }
+            | Plot::Series { title, .. }
+            | Plot::Lines { title, .. } => title.clone().unwrap_or_else(|| file.base.title.clone()),
         };
         for extension in ["svg", "png"] {
             let path = dir.join(format!("{stem}.{extension}"));
@@ -268,6 +270,10 @@ pub fn markdown(summary: &Summary) -> String {
     )
     .unwrap();
     md.push_str(&table(summary));
+    if !summary.checks.is_empty() {
+        md.push_str("\n## The paper's claims, checked on this run\n\n");
+        md.push_str(&crate::check::table(&summary.checks));
+    }
     md.push_str(
         "\nEvery metric of every variant is in `summary.json` and `summary.csv`; \
          each trial's metrics, distributions and link counters are in `trials/`.\n",

@@ -138,10 +138,21 @@ pub fn run(
         variants: variants
             .iter()
             .zip(&trials)
-            .map(|((variant, _), results)| {
-                VariantSummary::new(&variant.name, &variant.paper, results)
-            })
+            .map(|((variant, _), results)| VariantSummary::new(variant, results))
             .collect(),
+        checks: Vec::new(),
     };
+    // A run of some variants (`--only`) checks only what it can.
+    let ran = |name: &Option<String>| {
+        name.as_ref()
+            .is_none_or(|name| summary.variants.iter().any(|v| &v.name == name))
+    };
+    let checks = file
+        .checks
+        .iter()
+        .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
+        .map(|check| check.evaluate(&summary))
+        .collect();
+    let summary = Summary { checks, ..summary };
     Ok(RunResults { summary, trials })
 }

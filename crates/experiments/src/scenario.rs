@@ -8,6 +8,7 @@
 //! Unknown or mistyped fields are errors that name the field, the variant
 //! and what is allowed.
 
+use crate::check::Check;
 use crate::units::{BitRate, Bytes, Span};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -304,6 +305,21 @@ pub enum Plot {
         #[serde(default)]
         title: Option<String>,
     },
+    /// A metric against a swept field: per swept variant, a line through
+    /// the medians with p25–p75 error bars (like Sidekick's Figure 6).
+    Lines {
+        /// The metric.
+        metric: String,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+        /// The x axis's label (default: the swept field).
+        #[serde(default)]
+        x_label: Option<String>,
+        /// Multiply x values by this for the axis (e.g. 100 for percent).
+        #[serde(default = "one")]
+        x_scale: f64,
+    },
     /// The distribution of per-packet or per-frame values, one line per
     /// variant, all trials pooled.
     Cdf {
@@ -391,8 +407,22 @@ pub struct Variant {
     pub name: String,
     /// The paper's value of each metric, where the scenario gives one.
     pub paper: BTreeMap<String, f64>,
+    /// For a point of a sweep: the swept variant's name and the value.
+    pub sweep: Option<SweepPoint>,
     /// The scenario with the variant's changes applied.
     pub scenario: Scenario,
+}
+
+/// Where a variant lies in a sweep (`sweep = { field, values }`): one line
+/// of a `lines` plot is a swept variant, one point is a value.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct SweepPoint {
+    /// The swept variant's name (the line).
+    pub series: String,
+    /// The dotted field that was swept.
+    pub field: String,
+    /// Its value here (the x coordinate).
+    pub x: f64,
 }
 
 /// A loaded scenario file: the base and its variants.
@@ -405,10 +435,12 @@ pub struct ScenarioFile {
     /// The variants, in file order; one called after the scenario when
     /// the file has none.
     pub variants: Vec<Variant>,
+    /// The paper's claims to test the results against (`[[check]]`).
+    pub checks: Vec<Check>,
 }
 
 /// The keys a `[[variant]]` table has besides its overrides.
-const VARIANT_KEYS: [&str; 2] = ["name", "paper"];
+const VARIANT_KEYS: [&str; 3] = ["name", "paper", "sweep"];
 
 impl ScenarioFile {
     /// Reads and checks a scenario file.
@@ -438,6 +470,18 @@ impl ScenarioFile {
                     "",
                     "variant",
                     "must be an array of tables, written [[variant]]",
+                ));
+            }
+        };
+        let check_tables = match document.remove("check") {
+            None => Vec::new(),
+            Some(toml::Value::Array(tables)) => tables,
+            Some(_) => {
+                return Err(field_error(
+                    &path,
+                    "",
+                    "check",
+                    "must be an array of tables, written [[check]]",
                 ));
             }
         };
@@ -494,27 +538,108 @@ impl ScenarioFile {
                     })?
                 }
             };
+            let sweep = match table.remove("sweep") {
+                None => None,
+                Some(value) => Some(parse_sweep(&path, &context, value)?),
+            };
             debug_assert!(VARIANT_KEYS.iter().all(|key| !table.contains_key(*key)));
             let mut merged = document.clone();
             merge(&mut merged, table);
-            let scenario = resolve(&path, &context, toml::Value::Table(merged))?;
-            variants.push(Variant {
-                name,
-                paper,
-                scenario,
-            });
+            let Some((field, values)) = sweep else {
+                let scenario = resolve(&path, &context, toml::Value::Table(merged))?;
+                variants.push(Variant {
+                    name,
+                    paper,
+                    sweep: None,
+                    scenario,
+                });
+                continue;
+            };
+            if !paper.is_empty() {
+                return Err(field_error(
+                    &path,
+                    &context,
+                    "paper",
+                    "a swept variant has no single paper value; give the paper's points \
+                     as separate variants",
+                ));
+            }
+            let leaf = field.rsplit('.').next().unwrap_or(&field).to_string();
+            for x in values {
+                let point = format!("{name}, {leaf} = {x}");
+                if variants.iter().any(|v: &Variant| v.name == point) {
+                    return Err(field_error(
+                        &path,
+                        &context,
+                        "sweep",
+                        &format!("makes the variant name {point:?} twice"),
+                    ));
+                }
+                let mut swept = merged.clone();
+                set_dotted(&mut swept, &field, toml::Value::Float(x));
+                let point_context = format!("variant \"{point}\": ");
+                let scenario = resolve(&path, &point_context, toml::Value::Table(swept))?;
+                variants.push(Variant {
+                    name: point,
+                    paper: BTreeMap::new(),
+                    sweep: Some(SweepPoint {
+                        series: name.clone(),
+                        field: field.clone(),
+                        x,
+                    }),
+                    scenario,
+                });
+            }
+        }
+        if let Some(index) = base
+            .plots
+            .iter()
+            .position(|plot| matches!(plot, Plot::Lines { .. }))
+            && variants.iter().all(|v| v.sweep.is_none())
+        {
+            return Err(field_error(
+                &path,
+                "",
+                &format!("plots[{index}]"),
+                "a lines plot needs variants with `sweep = { field, values }`",
+            ));
         }
         if variants.is_empty() {
             variants.push(Variant {
                 name: base.name.clone(),
                 paper: BTreeMap::new(),
+                sweep: None,
                 scenario: base.clone(),
             });
+        }
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let mut checks = Vec::new();
+        for (index, value) in check_tables.into_iter().enumerate() {
+            let field = format!("check[{index}]");
+            let mut track = serde_path_to_error::Track::new();
+            let de = serde_path_to_error::Deserializer::new(value, &mut track);
+            let check = Check::deserialize(de).map_err(|error| {
+                field_error(
+                    &path,
+                    "",
+                    &format!("{field}.{}", track.path()),
+                    &format!(
+                        "{} (a check has claim, metric, variant, optional ratio_to, \
+                         at_least and/or at_most)",
+                        first_line(&error.to_string())
+                    ),
+                )
+            })?;
+            if let Some((name, message)) = check.problem(&names) {
+                return Err(field_error(&path, "", &format!("{field}.{name}"), &message));
+            }
+            checks.push(check);
         }
         Ok(ScenarioFile {
             path,
             base,
             variants,
+            checks,
         })
     }
 
@@ -522,6 +647,64 @@ impl ScenarioFile {
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
     }
+}
+
+/// A variant's `sweep = { field = "hops.near.loss", values = [0, 0.01] }`:
+/// the dotted field and its numeric values.
+fn parse_sweep(
+    path: &Path,
+    context: &str,
+    value: toml::Value,
+) -> Result<(String, Vec<f64>), ScenarioError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Sweep {
+        field: String,
+        values: Vec<f64>,
+    }
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(value, &mut track);
+    let sweep = Sweep::deserialize(de).map_err(|error| {
+        field_error(
+            path,
+            context,
+            &format!("sweep.{}", track.path()),
+            &format!(
+                "{} (sweep = {{ field = \"hops.near.loss\", values = [0, 0.01] }}: a \
+                 dotted numeric field and its values)",
+                first_line(&error.to_string())
+            ),
+        )
+    })?;
+    if sweep.values.is_empty() {
+        return Err(field_error(path, context, "sweep.values", "is empty"));
+    }
+    if sweep.field.is_empty() || sweep.field.split('.').any(str::is_empty) {
+        return Err(field_error(
+            path,
+            context,
+            "sweep.field",
+            "must be a dotted field such as \"hops.near.loss\"",
+        ));
+    }
+    Ok((sweep.field, sweep.values))
+}
+
+/// Sets the dotted `field` of `table` to `value`, making tables on the way.
+fn set_dotted(table: &mut toml::Table, field: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = field.split('.').collect();
+    let last = parts.pop().expect("a checked, non-empty field");
+    let mut here = table;
+    for part in parts {
+        let entry = here
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        here = entry.as_table_mut().expect("made a table above");
+    }
+    here.insert(last.to_string(), value);
 }
 
 /// Overlays `over` onto `base`, table by table; other values are replaced.
@@ -649,11 +832,19 @@ impl Scenario {
                         );
                     }
                 }
-                if !matches!(self.workload, Workload::Media { .. }) {
+                let sends = matches!(
+                    self.workload,
+                    Workload::Media { .. }
+                        | Workload::Bulk {
+                            direction: BulkDirection::Upload,
+                            ..
+                        }
+                );
+                if !sends {
                     return fail(
                         "middle",
-                        "the sidekick runs with the media workload so far; QUIC senders \
-                         need PACUBIC (not yet built)"
+                        "the sidekick helps the client as a data sender: use it with \
+                         the media workload or a bulk upload"
                             .into(),
                     );
                 }

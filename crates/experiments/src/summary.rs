@@ -3,7 +3,8 @@
 //! The schema is stable: scripts may rely on every field named here, and a
 //! change to them bumps [`SCHEMA`]. See `docs/experiments.md`.
 
-use crate::scenario::{Scenario, Workload};
+use crate::check::CheckResult;
+use crate::scenario::{Scenario, SweepPoint, Variant, Workload};
 use crate::stats::Spread;
 use crate::trial::TrialResult;
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub struct Summary {
     pub headline: Vec<String>,
     /// Per variant, in file order.
     pub variants: Vec<VariantSummary>,
+    /// The scenario's claims and whether they held (absent if it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckResult>,
 }
 
 /// One variant's results.
@@ -46,15 +50,14 @@ pub struct VariantSummary {
     pub metrics: BTreeMap<String, Spread>,
     /// The paper's values, where the scenario names them.
     pub paper: BTreeMap<String, f64>,
+    /// For a point of a sweep: its line and x value (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
 }
 
 impl VariantSummary {
     /// Summarises one variant's trials.
-    pub fn new(
-        name: &str,
-        paper: &BTreeMap<String, f64>,
-        trials: &[TrialResult],
-    ) -> VariantSummary {
+    pub fn new(variant: &Variant, trials: &[TrialResult]) -> VariantSummary {
         let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
         for trial in trials {
             for (metric, value) in &trial.metrics {
@@ -62,14 +65,15 @@ impl VariantSummary {
             }
         }
         VariantSummary {
-            name: name.to_string(),
+            name: variant.name.clone(),
             trials: trials.len(),
             completed: trials.iter().filter(|t| t.completed).count(),
             metrics: values
                 .into_iter()
                 .filter_map(|(metric, values)| Some((metric.to_string(), Spread::of(&values)?)))
                 .collect(),
-            paper: paper.clone(),
+            paper: variant.paper.clone(),
+            sweep: variant.sweep.clone(),
         }
     }
 }

@@ -190,12 +190,19 @@ impl Prepared {
                     BulkDirection::Download => quic::Direction::Download,
                 };
                 let app = BulkClient::new(direction, size.0);
+                let endpoint = QuicClient::new(client_quic, client_addr, server_addr, app)
+                    .expect("controllers were checked when the variant was prepared");
+                let client = match &scenario.sidekick {
+                    Some(spec) => {
+                        let engine = sidekick_sender_config(spec);
+                        let host =
+                            SidekickHost::<_, F32>::new(endpoint, engine, seed.derive("sidekick"));
+                        HostSpec::new("client", client_addr.ip(), host)
+                    }
+                    None => HostSpec::new("client", client_addr.ip(), endpoint),
+                };
                 (
-                    host(
-                        "client",
-                        client_addr,
-                        QuicClient::new(client_quic, client_addr, server_addr, app),
-                    ),
+                    client,
                     host(
                         "server",
                         server_addr,
@@ -450,9 +457,7 @@ fn add_distribution(result: &mut TrialResult, name: &str, values: &[Duration]) {
 fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut TrialResult) {
     match &scenario.workload {
         Workload::Bulk { direction, .. } => {
-            let client = sim
-                .host::<QuicClient<BulkClient>>(chain.sender)
-                .expect("the client host");
+            let client = sender_host::<QuicClient<BulkClient>>(sim, chain, scenario, result);
             let server = sim
                 .host::<QuicServer<BulkServerFactory>>(chain.receiver)
                 .expect("the server host");
@@ -475,23 +480,7 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             }
         }
         Workload::Media { .. } => {
-            let wrapped = sim.host::<SidekickHost<MediaSender, F32>>(chain.sender);
-            let sender = match wrapped {
-                Some(host) => host.inner(),
-                None => sim
-                    .host::<MediaSender>(chain.sender)
-                    .expect("the sender host"),
-            };
-            if let Some(host) = wrapped {
-                add_sidekick_counters(result, &host.stats());
-            }
-            if let Some(proxy) =
-                sim.middlebox::<SidekickProxy>(chain.middles[scenario.middle_index()])
-            {
-                result
-                    .metrics
-                    .insert("proxy_quacks".into(), proxy.stats().quacks as f64);
-            }
+            let sender = sender_host::<MediaSender>(sim, chain, scenario, result);
             let receiver = sim
                 .host::<MediaReceiver>(chain.receiver)
                 .expect("the receiver host");
@@ -574,12 +563,26 @@ fn sidekick_sender_config(spec: &SidekickSpec) -> SenderConfig {
     config
 }
 
-/// The sidekick sender's counters.
-fn add_sidekick_counters(result: &mut TrialResult, stats: &SenderStats) {
+/// The client host of type `H`, whether or not a sidekick sender engine
+/// sits beside it; records the engine's and the proxy's counters if so.
+fn sender_host<'a, H: netsim::Host>(
+    sim: &'a Simulator,
+    chain: &Chain,
+    scenario: &Scenario,
+    result: &mut TrialResult,
+) -> &'a H {
+    let Some(wrapped) = sim.host::<SidekickHost<H, F32>>(chain.sender) else {
+        return sim.host::<H>(chain.sender).expect("the client host");
+    };
+    let stats: SenderStats = wrapped.stats();
     let metrics = &mut result.metrics;
     metrics.insert("sidekick_quacks".into(), stats.quacks as f64);
     metrics.insert("sidekick_retransmitted".into(), stats.retransmitted as f64);
     metrics.insert("sidekick_resets".into(), stats.resets as f64);
+    if let Some(proxy) = sim.middlebox::<SidekickProxy>(chain.middles[scenario.middle_index()]) {
+        metrics.insert("proxy_quacks".into(), proxy.stats().quacks as f64);
+    }
+    wrapped.inner()
 }
 
 /// Records why `who`'s connection closed, if it closed abnormally.

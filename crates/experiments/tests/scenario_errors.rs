@@ -202,3 +202,37 @@ fn sidekick_settings_are_checked_by_field() {
     );
     assert_mentions(&error(&stray), &["sidekick", "middle = \"sidekick\""]);
 }
+
+#[test]
+fn a_sweep_expands_into_named_points() {
+    let text = format!(
+        "{BASE}\n[[plots]]\nkind = \"lines\"\nmetric = \"goodput_mbps\"\n\
+         [[variant]]\nname = \"QUIC\"\nsweep = {{ field = \"hops.near.loss\", values = [0, 0.01] }}\n"
+    );
+    let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
+    let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["QUIC, loss = 0", "QUIC, loss = 0.01"]);
+    let near = |i: usize| file.variants[i].scenario.hops["near"].loss;
+    assert_eq!((near(0), near(1)), (0.0, 0.01));
+    assert_eq!(file.variants[1].sweep.as_ref().unwrap().series, "QUIC");
+
+    let bad_value = text.replace("values = [0, 0.01]", "values = [0, 2.0]");
+    assert_mentions(&error(&bad_value), &["QUIC, loss = 2", "hops.near.loss"]);
+    let typo = text.replace("field =", "feld =");
+    assert_mentions(&error(&typo), &["sweep", "feld"]);
+    let no_sweep = text.replace("sweep = ", "#");
+    assert_mentions(&error(&no_sweep), &["plots[0]", "sweep"]);
+}
+
+#[test]
+fn a_check_names_a_variant_that_exists() {
+    let text = format!(
+        "{BASE}\n[[variant]]\nname = \"a\"\n[[check]]\nclaim = \"fast\"\n\
+         metric = \"goodput_mbps\"\nvariant = \"b\"\nat_least = 1\n"
+    );
+    assert_mentions(&error(&text), &["check[0].variant", "\"b\""]);
+    let unbounded = text.replace("variant = \"b\"\nat_least = 1", "variant = \"a\"");
+    assert_mentions(&error(&unbounded), &["check[0]", "at_most"]);
+    let typo = text.replace("at_least", "at_lest");
+    assert_mentions(&error(&typo), &["check[0]", "at_lest"]);
+}

@@ -70,6 +70,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     };
     println!("{}\n", results.summary.title);
     println!("{}", experiments::report::table(&results.summary));
+    if !results.summary.checks.is_empty() {
+        println!("{}", experiments::check::table(&results.summary.checks));
+    }
     let figures: Vec<String> = written
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "png"))

@@ -1,0 +1,140 @@
+//! A scenario's claims: `[[check]]` tables that state what the paper found
+//! as a bound on a variant's median, alone or relative to another variant's,
+//! so that every run says whether the paper's result held.
+//!
+//! ```toml
+//! [[check]]
+//! claim = "with 1% near loss, Sidekick gets at least 3x QUIC's goodput"
+//! metric = "goodput_mbps"
+//! variant = "QUIC + Sidekick, 1% loss"
+//! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
+//! at_least = 3.0                   # and/or at_most
+//! ```
+
+use crate::summary::Summary;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// One claim, as the scenario file states it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// The claim in words, as the report prints it.
+    pub claim: String,
+    /// The metric whose median is bounded.
+    pub metric: String,
+    /// The variant it is read from.
+    pub variant: String,
+    /// If given, the bound applies to the ratio of the two medians.
+    #[serde(default)]
+    pub ratio_to: Option<String>,
+    /// The smallest value that passes.
+    #[serde(default)]
+    pub at_least: Option<f64>,
+    /// The largest value that passes.
+    #[serde(default)]
+    pub at_most: Option<f64>,
+}
+
+/// A claim with the value this run measured.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct CheckResult {
+    /// The claim.
+    pub check: Check,
+    /// The median (or ratio of medians); absent if a variant had no value
+    /// (e.g. no trial finished), which fails the check.
+    pub value: Option<f64>,
+    /// Whether the value is within the bounds.
+    pub passed: bool,
+}
+
+impl Check {
+    /// What is wrong with this check against the file's variant names, if
+    /// anything: `(field, message)`.
+    pub fn problem(&self, variants: &[&str]) -> Option<(&'static str, String)> {
+        if self.at_least.is_none() && self.at_most.is_none() {
+            return Some(("at_least", "give `at_least`, `at_most` or both".into()));
+        }
+        let known = |name: &str| variants.contains(&name);
+        if !known(&self.variant) {
+            return Some((
+                "variant",
+                format!("no variant is called {:?}", self.variant),
+            ));
+        }
+        match &self.ratio_to {
+            Some(other) if !known(other) => {
+                Some(("ratio_to", format!("no variant is called {other:?}")))
+            }
+            _ => None,
+        }
+    }
+
+    /// Evaluates the claim on a run's summary.
+    pub fn evaluate(&self, summary: &Summary) -> CheckResult {
+        let median = |name: &str| {
+            summary
+                .variants
+                .iter()
+                .find(|v| v.name == name)
+                .and_then(|v| v.metrics.get(&self.metric))
+                .map(|spread| spread.median)
+        };
+        let value = match (&self.ratio_to, median(&self.variant)) {
+            (None, value) => value,
+            (Some(other), Some(value)) => median(other)
+                .filter(|base| *base != 0.0)
+                .map(|base| value / base),
+            (Some(_), None) => None,
+        };
+        let passed = value.is_some_and(|v| {
+            self.at_least.is_none_or(|low| v >= low) && self.at_most.is_none_or(|high| v <= high)
+        });
+        CheckResult {
+            check: self.clone(),
+            value,
+            passed,
+        }
+    }
+
+    /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …".
+    fn bound(&self) -> String {
+        let of = self
+            .ratio_to
+            .as_ref()
+            .map(|other| format!("× {other}"))
+            .unwrap_or_default();
+        match (self.at_least, self.at_most) {
+            (Some(low), Some(high)) => format!("{low}–{high}{of}"),
+            (Some(low), None) => format!("≥ {low}{of}"),
+            (None, Some(high)) => format!("≤ {high}{of}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// The checks as a Markdown table.
+pub fn table(results: &[CheckResult]) -> String {
+    let mut md = String::from("| claim | measured | bound | result |\n|---|---|---|---|\n");
+    for result in results {
+        let check = &result.check;
+        let value = match result.value {
+            Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
+            Some(v) => format!("{v:.3} ({})", check.metric),
+            None => "no value".into(),
+        };
+        let verdict = if result.passed {
+            "✓ holds"
+        } else {
+            "✗ fails"
+        };
+        writeln!(
+            md,
+            "| {} | {value} | {} | {verdict} |",
+            check.claim,
+            check.bound()
+        )
+        .expect("writing to a String");
+    }
+    md
+}
