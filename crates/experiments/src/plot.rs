@@ -323,8 +323,9 @@ fn lines<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    // (series, [(x, p25, median, p75)]) in file order.
-    let mut groups: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = Vec::new();
+    // Per series in file order: (x, p25, median, p75) of each point.
+    type Points = Vec<(f64, f64, f64, f64)>;
+    let mut groups: Vec<(&str, Points)> = Vec::new();
     let mut field = "";
     for variant in &results.summary.variants {
         let (Some(point), Some(spread)) = (&variant.sweep, variant.metrics.get(metric)) else {
