@@ -4,6 +4,7 @@
 //! file of its own.
 
 mod bench_quack;
+mod reproduce;
 mod run_scenario;
 
 use std::process::ExitCode;
@@ -23,6 +24,9 @@ enum Command {
     /// Run a scenario file's variants × trials in the simulator and write
     /// trial files, summary.json, CSVs, plots and summary.md.
     Run(run_scenario::Args),
+    /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
+    /// an index of the results with the paper's claims checked.
+    Reproduce(reproduce::Args),
     /// Measure the speed of pepkit's hot paths on this machine.
     Bench {
         #[command(subcommand)]
@@ -40,6 +44,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run_scenario::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
         Command::Bench {
             target: BenchTarget::Quack(args),
         } => bench_quack::run(&args),

@@ -1,8 +1,8 @@
 //! `pepkit run FILE`: run a scenario's variants × trials and write the
 //! results, then print the summary table.
 
-use experiments::{Progress, RunOptions, ScenarioFile};
-use std::path::PathBuf;
+use experiments::{Progress, RunOptions, RunResults, ScenarioFile};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `pepkit run`.
@@ -16,18 +16,25 @@ pub(crate) struct Args {
     /// Replace the scenario's base seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Replace the number of trials per variant.
-    #[arg(long)]
-    trials: Option<u32>,
-    /// Threads to run trials on [default: all cores].
-    #[arg(long)]
-    jobs: Option<usize>,
+    #[command(flatten)]
+    common: Common,
     /// Run only the variants whose names contain this text.
     #[arg(long)]
     only: Option<String>,
+}
+
+/// Options shared by `pepkit run` and `pepkit reproduce`.
+#[derive(clap::Args, Clone)]
+pub(crate) struct Common {
+    /// Replace the number of trials per variant.
+    #[arg(long)]
+    pub(crate) trials: Option<u32>,
+    /// Threads to run trials on [default: all cores].
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
     /// Print nothing but errors while running.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 pub(crate) fn run(args: &Args) -> ExitCode {
@@ -40,34 +47,42 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     };
     let options = RunOptions {
         seed: args.seed,
-        trials: args.trials,
-        jobs: args.jobs,
+        trials: args.common.trials,
+        jobs: args.common.jobs,
         only: args.only.clone(),
-    };
-    let mut progress = if args.quiet {
-        Progress::silent()
-    } else {
-        Progress::stderr()
-    };
-    let registry = quic::ControllerRegistry::builtin();
-    let results = match experiments::run(&file, &registry, &options, &mut progress) {
-        Ok(results) => results,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
     };
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&file.base.name));
-    let written = match experiments::report::write(&out, &file, &results) {
-        Ok(written) => written,
-        Err(error) => {
-            eprintln!("error: writing results to {}: {error}", out.display());
-            return ExitCode::FAILURE;
-        }
+    match run_and_write(&file, &options, args.common.quiet, &out) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// Runs `file`, writes its results into `out` and prints its table, its
+/// checks and where the results went. The error is the exit code to use.
+pub(crate) fn run_and_write(
+    file: &ScenarioFile,
+    options: &RunOptions,
+    quiet: bool,
+    out: &Path,
+) -> Result<RunResults, ExitCode> {
+    let mut progress = if quiet {
+        Progress::silent()
+    } else {
+        Progress::stderr()
     };
+    let registry = quic::ControllerRegistry::builtin();
+    let results = experiments::run(file, &registry, options, &mut progress).map_err(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(2)
+    })?;
+    let written = experiments::report::write(out, file, &results).map_err(|error| {
+        eprintln!("error: writing results to {}: {error}", out.display());
+        ExitCode::FAILURE
+    })?;
     println!("{}\n", results.summary.title);
     println!("{}", experiments::report::table(&results.summary));
     if !results.summary.checks.is_empty() {
@@ -79,10 +94,10 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         .map(|p| p.display().to_string())
         .collect();
     println!(
-        "results in {}: summary.md, summary.json, CSVs, {} trial files; plots {}",
+        "results in {}: summary.md, summary.json, CSVs, {} trial files; plots {}\n",
         out.display(),
         results.trials.iter().map(Vec::len).sum::<usize>(),
         figures.join(", ")
     );
-    ExitCode::SUCCESS
+    Ok(results)
 }

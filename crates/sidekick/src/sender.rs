@@ -157,8 +157,11 @@ enum State {
         proxy: SocketAddr,
         session: u64,
         quota_left: u32,
-        /// When the sender last configured, until the first quACK arrives.
-        awaiting_first_quack: Option<Time>,
+        /// When the sender last configured while the proxy had no quota
+        /// left (the first configuration, or a grant after the last quACK
+        /// the quota allowed), until a quACK arrives: if that message was
+        /// lost, no quACK ever will, so it is sent again.
+        awaiting_quack: Option<Time>,
     },
     /// Nobody answered.
     Off,
@@ -306,7 +309,7 @@ impl<F: Field> SidekickSender<F> {
                     proxy,
                     session,
                     quota_left: 1,
-                    awaiting_first_quack: Some(now),
+                    awaiting_quack: Some(now),
                 };
                 self.configure(session, proxy);
                 self.events.push_back(SenderEvent::Active { proxy });
@@ -348,16 +351,18 @@ impl<F: Field> SidekickSender<F> {
             proxy,
             session,
             quota_left: left,
-            awaiting_first_quack,
+            awaiting_quack,
         } = &mut self.state
         else {
             return;
         };
         *session = next_session;
         *left = quota_left;
-        *awaiting_first_quack = None;
+        // Grant more quACKs before they run out. While some are left, a
+        // lost grant is repeated at the next quACK; once none are, only
+        // the timer can repeat it.
+        *awaiting_quack = (quota_left == 0).then_some(now);
         let proxy = *proxy;
-        // Grant more quACKs before they run out.
         if quota_left <= self.config.quota_grant / 2 {
             self.configure(next_session, proxy);
         }
@@ -467,13 +472,13 @@ impl<F: Field> SidekickSender<F> {
         self.events.push_back(SenderEvent::Reset);
     }
 
-    /// Retries the request, or the first configuration, when its timer
-    /// expires.
+    /// Retries the request, or a configuration the proxy needed to send
+    /// quACKs at all, when its timer expires.
     pub fn handle_timeout(&mut self, now: Time) {
         if let State::Active {
             proxy,
             session,
-            awaiting_first_quack: Some(at),
+            awaiting_quack: Some(at),
             ..
         } = &mut self.state
             && now >= *at + self.config.configure_timeout
@@ -502,7 +507,7 @@ impl<F: Field> SidekickSender<F> {
         match self.state {
             State::Requesting { sent_at, .. } => Some(sent_at + self.config.request_timeout),
             State::Active {
-                awaiting_first_quack: Some(at),
+                awaiting_quack: Some(at),
                 ..
             } => Some(at + self.config.configure_timeout),
             _ => None,
