@@ -62,6 +62,21 @@ pub struct Endpoint {
     /// The congestion controller of the data it sends (QUIC workloads).
     #[serde(default = "default_controller")]
     pub controller: String,
+    /// Ask the peer to acknowledge less often (QUIC workloads): the peer
+    /// may hold back `threshold` ack-eliciting packets, or `max_delay`.
+    #[serde(default)]
+    pub ack_frequency: Option<AckFrequencySpec>,
+}
+
+/// An endpoint's `ack_frequency = { threshold = 50, max_delay = "50ms" }`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AckFrequencySpec {
+    /// Ack-eliciting packets the peer may receive without acknowledging.
+    pub threshold: u32,
+    /// The longest it may wait (noq-proto caps this at max(RTT, 25 ms)).
+    #[serde(default)]
+    pub max_delay: Option<Span>,
 }
 
 fn default_controller() -> String {
@@ -576,7 +591,14 @@ impl ScenarioFile {
                     ));
                 }
                 let mut swept = merged.clone();
-                set_dotted(&mut swept, &field, toml::Value::Float(x));
+                // Whole numbers go in as integers, so that integer fields
+                // (thresholds, counts) can be swept too.
+                let value = if x.fract() == 0.0 && x.abs() < 1e15 {
+                    toml::Value::Integer(x as i64)
+                } else {
+                    toml::Value::Float(x)
+                };
+                set_dotted(&mut swept, &field, value);
                 let point_context = format!("variant \"{point}\": ");
                 let scenario = resolve(&path, &point_context, toml::Value::Table(swept))?;
                 variants.push(Variant {

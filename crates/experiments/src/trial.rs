@@ -2,8 +2,8 @@
 //! time, and collect the workload's metrics and the links' counters.
 
 use crate::scenario::{
-    ArrivalKind, Buffer, BulkDirection, Hop, LossDirection, Middle, Scenario, ScenarioError,
-    SidekickSpec, Workload,
+    ArrivalKind, Buffer, BulkDirection, Endpoint, Hop, LossDirection, Middle, Scenario,
+    ScenarioError, SidekickSpec, Workload,
 };
 use netsim::{
     BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
@@ -181,8 +181,18 @@ impl Prepared {
         if let Some(interval) = scenario.sample_interval {
             quic = quic.with_sampling(interval.0);
         }
-        let client_quic = quic.clone().with_congestion(&scenario.client.controller);
-        let server_quic = quic.clone().with_congestion(&scenario.server.controller);
+        let endpoint_quic = |endpoint: &Endpoint| {
+            let config = quic.clone().with_congestion(&endpoint.controller);
+            match endpoint.ack_frequency {
+                Some(spec) => config.with_ack_frequency(quic::AckFrequency {
+                    threshold: spec.threshold,
+                    max_delay: spec.max_delay.map(|span| span.0),
+                }),
+                None => config,
+            }
+        };
+        let client_quic = endpoint_quic(&scenario.client);
+        let server_quic = endpoint_quic(&scenario.server);
         let (client, server) = match &scenario.workload {
             Workload::Bulk { direction, size } => {
                 let direction = match direction {
@@ -466,6 +476,16 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
                 BulkDirection::Download => server.records().next(),
             };
             add_sender_counters(result, sender_record);
+            let receiver_record = match direction {
+                BulkDirection::Upload => server.records().next(),
+                BulkDirection::Download => client.record(),
+            };
+            if let Some(record) = receiver_record {
+                result.metrics.insert(
+                    "receiver_sent_packets".into(),
+                    record.stats.udp_tx_datagrams as f64,
+                );
+            }
             add_errors(result, "client", client.record());
             add_errors(result, "server", server.records().next());
             if let Some(report) = BulkReport::from_hosts(client, server) {

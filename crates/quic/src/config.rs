@@ -21,6 +21,9 @@ pub struct QuicConfig {
     /// Fix the UDP payload at this size and turn path-MTU discovery off
     /// (default: noq-proto's, 1200 bytes growing by discovery up to 1452).
     pub max_udp_payload: Option<u16>,
+    /// Ask the peer to acknowledge less often (the QUIC ACK-frequency
+    /// extension, draft 04; default: off, the peer's own ACK policy).
+    pub ack_frequency: Option<AckFrequency>,
     /// Sample each connection's time series at this interval (default: off).
     pub sample_interval: Option<Duration>,
     /// Log TLS secrets here (default: off).
@@ -38,6 +41,7 @@ impl QuicConfig {
             congestion: "cubic".to_string(),
             registry: ControllerRegistry::builtin(),
             max_udp_payload: None,
+            ack_frequency: None,
             sample_interval: None,
             keylog: None,
             #[cfg(feature = "qlog")]
@@ -68,6 +72,13 @@ impl QuicConfig {
         self
     }
 
+    /// Ask the peer to acknowledge only every `frequency.threshold + 1`
+    /// ack-eliciting packets, or after `frequency.max_delay`.
+    pub fn with_ack_frequency(mut self, frequency: AckFrequency) -> QuicConfig {
+        self.ack_frequency = Some(frequency);
+        self
+    }
+
     /// Sample each connection's time series every `interval`.
     pub fn with_sampling(mut self, interval: Duration) -> QuicConfig {
         assert!(!interval.is_zero(), "sampling interval must be positive");
@@ -87,4 +98,21 @@ impl QuicConfig {
         self.keylog = Some(keylog);
         self
     }
+}
+
+/// What an endpoint asks of its peer's acknowledgements (the ACK_FREQUENCY
+/// frame of draft-ietf-quic-ack-frequency-04, as noq-proto implements it).
+///
+/// noq-proto clamps the requested delay to at most the larger of the path's
+/// RTT and 25 ms, so on a 52 ms path the peer acknowledges at least every
+/// 52 ms whatever `max_delay` says; the threshold is the knob that reaches
+/// further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckFrequency {
+    /// Ack-eliciting packets the peer may receive without acknowledging
+    /// (0: acknowledge each; noq-proto's default is 1, every other).
+    pub threshold: u32,
+    /// The longest the peer may delay an acknowledgement (default: the
+    /// peer's own `max_ack_delay`, 25 ms).
+    pub max_delay: Option<Duration>,
 }

@@ -158,7 +158,7 @@ pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction}
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use client::QuicClient;
 pub use clock::SimClock;
-pub use config::QuicConfig;
+pub use config::{AckFrequency, QuicConfig};
 pub use controllers::{ControllerRegistry, SharedFactory, UnknownController};
 pub use keylog::KeyLog;
 pub use media::{

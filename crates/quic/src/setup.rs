@@ -11,7 +11,7 @@ use crate::entropy::{SeededRandom, SeededX25519};
 use crate::keys::{TokenKey, reset_key};
 use crate::probe::{InFlightGauge, ProbedFactory};
 use noq_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use noq_proto::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+use noq_proto::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig, VarInt};
 use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
 
@@ -31,6 +31,8 @@ pub(crate) struct EndpointSetup {
     pub(crate) clock: SimClock,
     /// A fixed UDP payload size without MTU discovery, if asked for.
     max_udp_payload: Option<u16>,
+    /// What to ask of the peer's acknowledgements, if anything.
+    ack_frequency: Option<crate::config::AckFrequency>,
     /// Where qlog traces go, if anywhere.
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogSet>,
@@ -65,6 +67,7 @@ impl EndpointSetup {
             wall: VirtualWallClock::default(),
             clock: SimClock::new(),
             max_udp_payload: config.max_udp_payload,
+            ack_frequency: config.ack_frequency,
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
         })
@@ -84,6 +87,12 @@ impl EndpointSetup {
                 .initial_mtu(bytes)
                 .min_mtu(bytes)
                 .mtu_discovery_config(None);
+        }
+        if let Some(frequency) = self.ack_frequency {
+            let mut ack = noq_proto::AckFrequencyConfig::default();
+            ack.ack_eliciting_threshold(VarInt::from_u32(frequency.threshold))
+                .max_ack_delay(frequency.max_delay);
+            transport.ack_frequency_config(Some(ack));
         }
         #[cfg(feature = "qlog")]
         if let Some(set) = &self.qlog {

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Scenario, run};
 use netsim::{LossModel, Probability, Rate, StopReason};
-use quic::{BulkClient, Direction, QuicClient, QuicConfig};
+use quic::{AckFrequency, BulkClient, Direction, QuicClient, QuicConfig};
 use std::time::Duration;
 
 const LINK: Rate = Rate::from_mbps(10);
@@ -43,6 +43,38 @@ fn bulk_upload_completes() {
         "{report:?}"
     );
     assert!(out.client.stats.udp_tx_bytes > 2_000_000);
+}
+
+/// A client that asks the server to acknowledge every 17th packet of an
+/// upload gets far fewer acknowledgements and (on this short path) the
+/// same goodput.
+#[test]
+fn ack_frequency_thins_the_receivers_acks() {
+    let upload = |ack_frequency| {
+        let out = run(&Scenario {
+            direction: Direction::Upload,
+            ack_frequency,
+            ..Scenario::new(2_000_000)
+        });
+        let report = out.report.expect("transfer completed");
+        (
+            out.server.stats.udp_tx_datagrams,
+            report.goodput.bits_per_sec(),
+        )
+    };
+    let (default_acks, default_goodput) = upload(None);
+    let (thin_acks, thin_goodput) = upload(Some(AckFrequency {
+        threshold: 16,
+        max_delay: Some(Duration::from_millis(40)),
+    }));
+    assert!(
+        thin_acks * 4 < default_acks,
+        "{thin_acks} acknowledging datagrams against {default_acks} by default"
+    );
+    assert!(
+        thin_goodput * 10 > default_goodput * 9,
+        "{thin_goodput} vs {default_goodput}"
+    );
 }
 
 /// Same seed: byte-identical capture, key log and metrics. Another seed:

@@ -20,6 +20,8 @@ pub(crate) struct Scenario {
     pub(crate) loss: Option<LossModel>,
     pub(crate) sampling: Option<Duration>,
     pub(crate) keylog: bool,
+    /// What the client asks of the server's acknowledgements.
+    pub(crate) ack_frequency: Option<AckFrequency>,
 }
 
 impl Scenario {
@@ -34,6 +36,7 @@ impl Scenario {
             loss: None,
             sampling: None,
             keylog: false,
+            ack_frequency: None,
         }
     }
 }
@@ -63,8 +66,12 @@ pub(crate) fn run(s: &Scenario) -> Outcome {
     if s.keylog {
         config = config.with_keylog(keylog.clone());
     }
+    let client_config = match s.ack_frequency {
+        Some(frequency) => config.clone().with_ack_frequency(frequency),
+        None => config.clone(),
+    };
     let client = QuicClient::new(
-        config.clone(),
+        client_config,
         client_addr,
         server_addr,
         BulkClient::new(s.direction, s.bytes),
