@@ -205,6 +205,22 @@ pub struct SidekickSpec {
     /// received (default 3).
     #[serde(default = "three")]
     pub reorder_threshold: u32,
+    /// Replace the power sum with a strawman of §3.3 (default: none).
+    #[serde(default)]
+    pub strawman: Option<Strawman>,
+}
+
+/// A strawman quACK (Sidekick §3.3), for overhead comparisons.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Strawman {
+    /// 1a: each quACK echoes one identifier.
+    Echo,
+    /// 1b: each quACK carries the last `size` identifiers.
+    Window {
+        /// Identifiers per quACK (1..=255).
+        size: usize,
+    },
 }
 
 fn three() -> u32 {
@@ -835,6 +851,11 @@ impl Scenario {
                 );
             }
             (Middle::Sidekick, Some(spec)) => {
+                if let Some(Strawman::Window { size }) = spec.strawman
+                    && !(1..=255).contains(&size)
+                {
+                    return fail("sidekick.strawman.size", "must be 1..=255".into());
+                }
                 if spec.threshold == 0 {
                     return fail("sidekick.threshold", "must be at least 1".into());
                 }

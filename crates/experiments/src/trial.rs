@@ -3,7 +3,7 @@
 
 use crate::scenario::{
     ArrivalKind, Buffer, BulkDirection, Endpoint, Hop, LossDirection, Middle, Scenario,
-    ScenarioError, SidekickSpec, Workload,
+    ScenarioError, SidekickSpec, Strawman, Workload,
 };
 use netsim::{
     BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
@@ -62,6 +62,8 @@ pub struct LinkReport {
     pub link: String,
     /// Packets offered to the link.
     pub offered_packets: u64,
+    /// Bytes offered to the link.
+    pub offered_bytes: u64,
     /// Packets it delivered.
     pub delivered_packets: u64,
     /// Bytes it delivered.
@@ -81,6 +83,7 @@ impl LinkReport {
         LinkReport {
             link,
             offered_packets: stats.offered.packets,
+            offered_bytes: stats.offered.bytes,
             delivered_packets: stats.delivered.packets,
             delivered_bytes: stats.delivered.bytes,
             dropped_loss: stats.dropped_loss.packets,
@@ -287,30 +290,38 @@ impl Prepared {
         for (index, hop) in self.hops.iter().enumerate() {
             if index > 0 {
                 let name = format!("middle{index}");
-                let middle = if index == scenario.middle_index() + 1
-                    && scenario.middle == Middle::Split
-                {
-                    // The client-facing leg sends the server's data, so it
-                    // uses the server's controller; the server-facing leg
-                    // sends the client's.
-                    let back = scenario
-                        .split_controller
-                        .as_ref()
-                        .unwrap_or(&scenario.client.controller);
-                    let front = quic.clone().with_congestion(&scenario.server.controller);
-                    let proxy =
-                        SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
-                            .expect("controllers were checked when the variant was prepared");
-                    MiddleSpec::with_middlebox("split-proxy", proxy)
-                } else if index == scenario.middle_index() + 1
-                    && scenario.middle == Middle::Sidekick
-                {
-                    let config = ProxyConfig::new(SIDEKICK_PROXY, seed.derive("sidekick-proxy"));
-                    MiddleSpec::with_middlebox("sidekick-proxy", SidekickProxy::new(config))
-                        .with_addr(SIDEKICK_PROXY.ip())
-                } else {
-                    MiddleSpec::forwarder(name)
-                };
+                let middle =
+                    if index == scenario.middle_index() + 1 && scenario.middle == Middle::Split {
+                        // The client-facing leg sends the server's data, so it
+                        // uses the server's controller; the server-facing leg
+                        // sends the client's.
+                        let back = scenario
+                            .split_controller
+                            .as_ref()
+                            .unwrap_or(&scenario.client.controller);
+                        let front = quic.clone().with_congestion(&scenario.server.controller);
+                        let proxy =
+                            SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
+                                .expect("controllers were checked when the variant was prepared");
+                        MiddleSpec::with_middlebox("split-proxy", proxy)
+                    } else if index == scenario.middle_index() + 1
+                        && scenario.middle == Middle::Sidekick
+                    {
+                        let mut config =
+                            ProxyConfig::new(SIDEKICK_PROXY, seed.derive("sidekick-proxy"));
+                        config.strawman = scenario
+                            .sidekick
+                            .as_ref()
+                            .and_then(|spec| spec.strawman)
+                            .map(|strawman| match strawman {
+                                Strawman::Echo => quack::Scheme::Echo,
+                                Strawman::Window { size } => quack::Scheme::Window { size },
+                            });
+                        MiddleSpec::with_middlebox("sidekick-proxy", SidekickProxy::new(config))
+                            .with_addr(SIDEKICK_PROXY.ip())
+                    } else {
+                        MiddleSpec::forwarder(name)
+                    };
                 spec = spec.middle(middle);
             }
             spec = spec.hop(hop.clone());
@@ -339,6 +350,14 @@ impl Prepared {
             errors: Vec::new(),
             series: BTreeMap::new(),
         };
+        for link in &result.links {
+            // `link_near_forward_packets`: what the link carried, for
+            // overhead comparisons (Sidekick's Figure 7).
+            let stem = format!("link_{}", link.link.replace('/', "_"));
+            let metrics = &mut result.metrics;
+            metrics.insert(format!("{stem}_packets"), link.offered_packets as f64);
+            metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
+        }
         collect(&sim, &chain, scenario, &mut result);
         result
     }
