@@ -27,9 +27,9 @@
 
 use crate::wire::{Config, Control, Discovery, Interval};
 use netsim::{Datagram, Interface, Middlebox, Seed, SimRng, Time, Transmit};
-use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Scheme};
+use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Quack, Scheme};
 use rand_chacha::rand_core::RngCore;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -105,6 +105,11 @@ pub struct ProxyStats {
 /// The base connection's 4-tuple, sender first.
 type FlowKey = (SocketAddr, SocketAddr);
 
+/// The proxy's tables hash with FxHash: fast for addresses and random
+/// session IDs, with a fixed seed, so runs are reproducible (nothing
+/// iterates them in an order that shows).
+type FxBuild = rustc_hash::FxBuildHasher;
+
 /// A flow's quACK, for the configured identifier width.
 enum FlowEncoder {
     W16(AnyEncoder<F16>),
@@ -123,9 +128,19 @@ impl FlowEncoder {
     }
 
     /// Inserts the payload's identifier; false if the payload has none.
+    #[inline]
     fn insert(&mut self, source: IdentifierSource, payload: &[u8]) -> bool {
+        #[inline(always)]
         fn insert<F: Field>(e: &mut AnyEncoder<F>, s: IdentifierSource, p: &[u8]) -> bool {
-            s.identify::<F>(p).map(|id| e.insert(id)).is_some()
+            let Some(id) = s.identify::<F>(p) else {
+                return false;
+            };
+            match e {
+                // The common case, without the dynamic dispatch.
+                AnyEncoder::PowerSum(sums) => sums.insert(id),
+                other => other.insert(id),
+            }
+            true
         }
         match self {
             FlowEncoder::W16(e) => insert(e, source, payload),
@@ -134,12 +149,31 @@ impl FlowEncoder {
         }
     }
 
-    /// The quACK message's bytes, if there is anything to say.
-    fn message(&self) -> Option<Vec<u8>> {
+    /// Appends the quACK message's bytes to `out` (the same bytes as
+    /// `message().to_bytes()`), reusing `scratch`'s buffers for the power
+    /// sum; false if there is nothing to say.
+    fn encode_message(&self, scratch: &mut QuackScratch, out: &mut Vec<u8>) -> bool {
+        fn encode<F: Field>(
+            e: &AnyEncoder<F>,
+            scratch: &mut Option<Quack<F>>,
+            out: &mut Vec<u8>,
+        ) -> bool {
+            match e {
+                AnyEncoder::PowerSum(sums) => {
+                    match scratch {
+                        Some(quack) => sums.quack_into(quack),
+                        None => *scratch = Some(sums.quack()),
+                    }
+                    scratch.as_ref().expect("set above").encode(out);
+                    true
+                }
+                other => other.message().map(|m| m.encode(out)).is_some(),
+            }
+        }
         match self {
-            FlowEncoder::W16(e) => e.message().map(|m| m.to_bytes()),
-            FlowEncoder::W32(e) => e.message().map(|m| m.to_bytes()),
-            FlowEncoder::W64(e) => e.message().map(|m| m.to_bytes()),
+            FlowEncoder::W16(e) => encode(e, &mut scratch.w16, out),
+            FlowEncoder::W32(e) => encode(e, &mut scratch.w32, out),
+            FlowEncoder::W64(e) => encode(e, &mut scratch.w64, out),
         }
     }
 
@@ -150,6 +184,15 @@ impl FlowEncoder {
             FlowEncoder::W64(e) => e.clear(),
         }
     }
+}
+
+/// Reused buffers for building quACKs.
+#[derive(Default)]
+struct QuackScratch {
+    w16: Option<Quack<F16>>,
+    w32: Option<Quack<F32>>,
+    w64: Option<Quack<F64>>,
+    bytes: Vec<u8>,
 }
 
 /// A configured session.
@@ -180,11 +223,12 @@ struct Flow {
 /// The sidekick proxy engine.
 pub struct SidekickProxy {
     config: ProxyConfig,
-    flows: BTreeMap<FlowKey, Flow>,
+    flows: HashMap<FlowKey, Flow, FxBuild>,
     /// Every accepted session ID and its flow.
-    sessions: BTreeMap<u64, FlowKey>,
-    /// Armed quACK timers.
+    sessions: HashMap<u64, FlowKey, FxBuild>,
+    /// Armed quACK timers, in firing order.
     timers: BTreeSet<(Time, FlowKey)>,
+    scratch: QuackScratch,
     rng: SimRng,
     outbox: VecDeque<Transmit>,
     next_sweep: Time,
@@ -197,9 +241,10 @@ impl SidekickProxy {
         let rng = config.seed.rng("sidekick/proxy/sessions");
         SidekickProxy {
             config,
-            flows: BTreeMap::new(),
-            sessions: BTreeMap::new(),
+            flows: HashMap::default(),
+            sessions: HashMap::default(),
             timers: BTreeSet::new(),
+            scratch: QuackScratch::default(),
             rng,
             outbox: VecDeque::new(),
             next_sweep: Time::ZERO,
@@ -410,7 +455,24 @@ impl SidekickProxy {
             self.stats.quota_exhausted += 1;
             return;
         }
-        let Some(quack) = session.encoder.message() else {
+        // The control message ends with the quACK: write the head, then
+        // the quACK straight after it, into a reused buffer.
+        let mut bytes = std::mem::take(&mut self.scratch.bytes);
+        bytes.clear();
+        Control::Quack {
+            next_session,
+            quota_left: flow.quota - 1,
+            epoch: flow.epoch,
+            quack: Vec::new(),
+        }
+        .encode(&mut bytes);
+        let encoded = session
+            .encoder
+            .encode_message(&mut self.scratch, &mut bytes);
+        // An exact-size copy becomes the payload without another allocation.
+        let payload = encoded.then(|| bytes.to_vec());
+        self.scratch.bytes = bytes;
+        let Some(payload) = payload else {
             return;
         };
         flow.quota -= 1;
@@ -422,23 +484,17 @@ impl SidekickProxy {
                 self.sessions.remove(&old);
             }
         }
-        let message = Control::Quack {
-            next_session,
-            quota_left: flow.quota,
-            epoch: flow.epoch,
-            quack,
-        };
         self.stats.quacks += 1;
         self.outbox.push_back(Transmit::at(
             now,
-            Datagram::new(self.config.addr, session.peer, message.to_bytes()),
+            Datagram::new(self.config.addr, session.peer, payload),
         ));
     }
 
     /// Forgets flows idle past their timeout.
     fn sweep(&mut self, now: Time) {
         let (idle, unconfigured) = (self.config.idle_timeout, self.config.unconfigured_timeout);
-        let expired: Vec<FlowKey> = self
+        let mut expired: Vec<FlowKey> = self
             .flows
             .iter()
             .filter(|(_, flow)| {
@@ -451,6 +507,8 @@ impl SidekickProxy {
             })
             .map(|(key, _)| *key)
             .collect();
+        // In key order, whatever the table's order.
+        expired.sort_unstable();
         for key in expired {
             let flow = self.flows.remove(&key).expect("listed above");
             for id in flow.sessions {
