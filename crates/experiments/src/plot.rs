@@ -61,7 +61,12 @@ where
             y_from,
             ..
         } => cdf(root, distribution, *y_from, title, results),
-        Plot::Series { field, trial, .. } => series(root, field, *trial, title, results),
+        Plot::Series {
+            field,
+            trial,
+            variants,
+            ..
+        } => series(root, field, *trial, variants, title, results),
         Plot::Lines {
             metric,
             x_label,
@@ -162,6 +167,7 @@ fn series<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     field: &str,
     trial: u32,
+    only: &[String],
     title: &str,
     results: &RunResults,
 ) -> DrawResult
@@ -173,6 +179,7 @@ where
         .variants
         .iter()
         .zip(&results.trials)
+        .filter(|(variant, _)| only.is_empty() || only.contains(&variant.name))
         .filter_map(|(variant, trials)| {
             let trial = trials.get(trial as usize)?;
             let (times, values) = (trial.series.get("t_s")?, trial.series.get(field)?);

@@ -332,6 +332,9 @@ pub enum Plot {
         /// Which trial (default 0).
         #[serde(default)]
         trial: u32,
+        /// Only these variants (default: all).
+        #[serde(default)]
+        variants: Vec<String>,
         /// The figure's title.
         #[serde(default)]
         title: Option<String>,
@@ -651,6 +654,18 @@ impl ScenarioFile {
             });
         }
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        for (index, plot) in base.plots.iter().enumerate() {
+            if let Plot::Series { variants: only, .. } = plot
+                && let Some(unknown) = only.iter().find(|name| !names.contains(&name.as_str()))
+            {
+                return Err(field_error(
+                    &path,
+                    "",
+                    &format!("plots[{index}].variants"),
+                    &format!("no variant is called {unknown:?}"),
+                ));
+            }
+        }
         let mut checks = Vec::new();
         for (index, value) in check_tables.into_iter().enumerate() {
             let field = format!("check[{index}]");
@@ -983,6 +998,16 @@ impl Scenario {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The client's socket address (port 5000 unless given).
+    pub fn client_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.client.addr, self.client.port.unwrap_or(5000))
+    }
+
+    /// The server's socket address (port 4433 unless given).
+    pub fn server_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.server.addr, self.server.port.unwrap_or(4433))
     }
 
     /// The index of the middle node that runs `middle`, counting middle

@@ -173,10 +173,8 @@ impl Prepared {
     pub fn run(&self, variant: &str, trial: u32) -> TrialResult {
         let scenario = &self.scenario;
         let seed = scenario.trial_seed(trial);
-        let client_addr =
-            SocketAddr::new(scenario.client.addr, scenario.client.port.unwrap_or(5000));
-        let server_addr =
-            SocketAddr::new(scenario.server.addr, scenario.server.port.unwrap_or(4433));
+        let client_addr = scenario.client_addr();
+        let server_addr = scenario.server_addr();
         let mut quic = QuicConfig::new(seed).with_registry(self.registry.clone());
         if let Some(bytes) = scenario.max_udp_payload {
             quic = quic.with_max_udp_payload(bytes);
@@ -490,8 +488,17 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             let server = sim
                 .host::<QuicServer<BulkServerFactory>>(chain.receiver)
                 .expect("the server host");
+            // The sender whose counters and series describe the transfer:
+            // for a split upload, the proxy's server-facing leg, which sends
+            // over the far hop (as Sidekick's Figure 9 plots split CUBIC).
+            let client_addr = scenario.client_addr();
+            let split = chain
+                .middles
+                .get(scenario.middle_index())
+                .and_then(|&node| sim.middlebox::<SplitProxy>(node))
+                .and_then(|proxy| proxy.back_record(client_addr));
             let sender_record = match direction {
-                BulkDirection::Upload => client.record(),
+                BulkDirection::Upload => split.or(client.record()),
                 BulkDirection::Download => server.records().next(),
             };
             add_sender_counters(result, sender_record);
@@ -618,7 +625,11 @@ fn sender_host<'a, H: netsim::Host>(
     metrics.insert("sidekick_quacks".into(), stats.quacks as f64);
     metrics.insert("sidekick_retransmitted".into(), stats.retransmitted as f64);
     metrics.insert("sidekick_resets".into(), stats.resets as f64);
-    if let Some(proxy) = sim.middlebox::<SidekickProxy>(chain.middles[scenario.middle_index()]) {
+    if let Some(proxy) = chain
+        .middles
+        .get(scenario.middle_index())
+        .and_then(|&node| sim.middlebox::<SidekickProxy>(node))
+    {
         metrics.insert("proxy_quacks".into(), proxy.stats().quacks as f64);
     }
     wrapped.inner()
