@@ -1,5 +1,6 @@
 //! The options of one QUIC endpoint.
 
+use crate::clock::SimClock;
 use crate::controllers::ControllerRegistry;
 use crate::keylog::KeyLog;
 use netsim::Seed;
@@ -28,6 +29,11 @@ pub struct QuicConfig {
     pub sample_interval: Option<Duration>,
     /// Log TLS secrets here (default: off).
     pub keylog: Option<KeyLog>,
+    /// The map from virtual time to the `Instant`s the state machine (and
+    /// its congestion controller) sees (default: a fresh one per endpoint).
+    /// Share one with a controller that must convert times of its own,
+    /// such as PACUBIC's quACK send times.
+    pub clock: Option<SimClock>,
     /// Collect qlog traces here (default: off).
     #[cfg(feature = "qlog")]
     pub qlog: Option<crate::qlog::QlogSet>,
@@ -44,6 +50,7 @@ impl QuicConfig {
             ack_frequency: None,
             sample_interval: None,
             keylog: None,
+            clock: None,
             #[cfg(feature = "qlog")]
             qlog: None,
         }
@@ -90,6 +97,13 @@ impl QuicConfig {
     #[cfg(feature = "qlog")]
     pub fn with_qlog(mut self, set: crate::qlog::QlogSet) -> QuicConfig {
         self.qlog = Some(set);
+        self
+    }
+
+    /// Map virtual time to `Instant`s with `clock` (so a congestion
+    /// controller holding the same clock can convert virtual times).
+    pub fn with_clock(mut self, clock: SimClock) -> QuicConfig {
+        self.clock = Some(clock);
         self
     }
 

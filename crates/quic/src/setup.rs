@@ -65,7 +65,7 @@ impl EndpointSetup {
             provider: Arc::new(provider),
             label: label.to_string(),
             wall: VirtualWallClock::default(),
-            clock: SimClock::new(),
+            clock: config.clock.unwrap_or_default(),
             max_udp_payload: config.max_udp_payload,
             ack_frequency: config.ack_frequency,
             #[cfg(feature = "qlog")]
