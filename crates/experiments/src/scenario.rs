@@ -205,6 +205,14 @@ pub struct SidekickSpec {
     /// received (default 3).
     #[serde(default = "three")]
     pub reorder_threshold: u32,
+    /// With PACUBIC: count quACKed bytes as acknowledged for the window
+    /// (ACK reduction, §2.3; default false).
+    #[serde(default)]
+    pub quack_acks: bool,
+    /// With PACUBIC: fix the near segment's share r of the RTT instead of
+    /// estimating it (the paper's runs used 1/26).
+    #[serde(default)]
+    pub ratio: Option<f64>,
     /// Replace the power sum with a strawman of §3.3 (default: none).
     #[serde(default)]
     pub strawman: Option<Strawman>,

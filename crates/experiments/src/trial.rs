@@ -146,12 +146,24 @@ impl Prepared {
                     .map_err(|message| fail(format!("hops.{name}"), message))?,
             );
         }
+        for (endpoint, who) in [(&scenario.client, "client"), (&scenario.server, "server")] {
+            if endpoint.controller == PACUBIC
+                && !(who == "client" && scenario.middle == Middle::Sidekick)
+            {
+                return Err(fail(
+                    format!("{who}.controller"),
+                    "pacubic reads the sidekick's quACKs: only the client can run it, \
+                     with middle = \"sidekick\""
+                        .into(),
+                ));
+            }
+        }
         for (field, name) in [
             ("client.controller", Some(&scenario.client.controller)),
             ("server.controller", Some(&scenario.server.controller)),
             ("split_controller", scenario.split_controller.as_ref()),
         ] {
-            if let Some(name) = name {
+            if let Some(name) = name.filter(|name| *name != PACUBIC) {
                 registry
                     .get(name)
                     .map_err(|error| fail(field.to_string(), error.to_string()))?;
@@ -192,7 +204,27 @@ impl Prepared {
                 None => config,
             }
         };
-        let client_quic = endpoint_quic(&scenario.client);
+        let mut client_quic = endpoint_quic(&scenario.client);
+        // PACUBIC reads this trial's sidekick engine: a fresh queue and a
+        // clock shared with the client endpoint.
+        let signals = sidekick::Signals::default();
+        if scenario.client.controller == PACUBIC {
+            let spec = scenario
+                .sidekick
+                .as_ref()
+                .expect("checked: pacubic has a sidekick");
+            let clock = quic::SimClock::new();
+            let mut config = cc::PacubicConfig::new(clock).with_quack_acks(spec.quack_acks);
+            if let Some(r) = spec.ratio {
+                config = config.with_fixed_ratio(r);
+            }
+            let mut registry = self.registry.clone();
+            registry.register(
+                PACUBIC,
+                Arc::new(cc::PacubicFactory::new(signals.clone(), config)),
+            );
+            client_quic = client_quic.with_registry(registry).with_clock(clock);
+        }
         let server_quic = endpoint_quic(&scenario.server);
         let (client, server) = match &scenario.workload {
             Workload::Bulk { direction, size } => {
@@ -207,7 +239,8 @@ impl Prepared {
                     Some(spec) => {
                         let engine = sidekick_sender_config(spec);
                         let host =
-                            SidekickHost::<_, F32>::new(endpoint, engine, seed.derive("sidekick"));
+                            SidekickHost::<_, F32>::new(endpoint, engine, seed.derive("sidekick"))
+                                .with_signals(signals);
                         HostSpec::new("client", client_addr.ip(), host)
                     }
                     None => HostSpec::new("client", client_addr.ip(), endpoint),
@@ -588,6 +621,10 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
         }
     }
 }
+
+/// The name of Sidekick's path-aware CUBIC; each trial registers its own
+/// instance, wired to that trial's sidekick engine.
+pub const PACUBIC: &str = "pacubic";
 
 /// The sidekick proxy's control address (not on any host's subnet).
 const SIDEKICK_PROXY: SocketAddr = SocketAddr::new(
