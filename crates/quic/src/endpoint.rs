@@ -140,6 +140,7 @@ impl<A: App> Core<A> {
         datagram: Datagram,
         accept: &mut dyn FnMut() -> Option<(Arc<ServerConfig>, InFlightGauge, A)>,
     ) {
+        self.catch_up_samples(now);
         self.wall.set(now);
         let instant = self.clock.instant(now);
         let path = FourTuple::new(datagram.src, Some(self.local_addr().ip()));
@@ -213,6 +214,7 @@ impl<A: App> Core<A> {
 
     /// Timers due by `now` fire.
     pub(crate) fn handle_timeout(&mut self, now: Time) {
+        self.catch_up_samples(now);
         self.wall.set(now);
         let instant = self.clock.instant(now);
         for c in self.conns.values_mut().filter(|c| !c.drained) {
@@ -221,18 +223,23 @@ impl<A: App> Core<A> {
             }
         }
         self.process(now);
-        if let Some(interval) = self.sample_interval {
-            for c in self.conns.values_mut().filter(|c| !c.drained) {
-                if let Some(mut at) = c.next_sample.filter(|&at| at <= now) {
-                    c.record.samples.push(sample(&mut c.conn, &c.gauge, now));
-                    while at <= now {
-                        at += interval;
-                    }
-                    c.next_sample = Some(at);
-                }
-                if c.conn.is_closed() {
-                    c.next_sample = None;
-                }
+    }
+
+    /// Records the samples due by `now`, before an activation changes
+    /// anything. A connection's state only changes when the endpoint is
+    /// activated, so its state now is its state at every sampling instant
+    /// since the last activation. Sampling this way needs no timer of its
+    /// own: waking the endpoint just to sample would poll the state
+    /// machine at extra instants, and noq-proto's pacer advances whenever
+    /// it is polled, so observing a run would change it.
+    fn catch_up_samples(&mut self, now: Time) {
+        let Some(interval) = self.sample_interval else {
+            return;
+        };
+        for c in self.conns.values_mut().filter(|c| !c.drained) {
+            while let Some(at) = c.next_sample.filter(|&at| at <= now) {
+                c.record.samples.push(sample(&mut c.conn, &c.gauge, at));
+                c.next_sample = (!c.conn.is_closed()).then_some(at + interval);
             }
         }
     }
@@ -271,16 +278,12 @@ impl<A: App> Core<A> {
         Some(datagram)
     }
 
-    /// When the next timer (a connection's or a sampling tick) is due.
+    /// When the next connection timer is due.
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
         self.conns
             .values()
             .filter(|c| !c.drained)
-            .flat_map(|c| {
-                let timer = c.conn.poll_timeout().map(|i| self.clock.time(i));
-                [timer, c.next_sample]
-            })
-            .flatten()
+            .flat_map(|c| c.conn.poll_timeout().map(|i| self.clock.time(i)))
             .min()
     }
 

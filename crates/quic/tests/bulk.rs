@@ -77,6 +77,27 @@ fn ack_frequency_thins_the_receivers_acks() {
     );
 }
 
+/// Sampling observes a run without changing it: the same datagrams with
+/// and without a time series, and the series has one sample per interval.
+#[test]
+fn sampling_does_not_change_the_run() {
+    let plain = Scenario {
+        direction: Direction::Upload,
+        loss: Some(LossModel::Bernoulli(Probability::new(0.01).unwrap())),
+        ..Scenario::new(1_000_000)
+    };
+    let sampled = Scenario {
+        sampling: Some(Duration::from_millis(10)),
+        ..plain.clone()
+    };
+    let (a, b) = (run(&plain), run(&sampled));
+    assert!(a.client.samples.is_empty());
+    assert!(a.pcap_up == b.pcap_up, "sampling changed the upload's datagrams");
+    let samples = &b.client.samples;
+    assert!(samples.len() > 50, "{} samples", samples.len());
+    assert!(samples.windows(2).all(|w| w[1].at - w[0].at == Duration::from_millis(10)));
+}
+
 /// Same seed: byte-identical capture, key log and metrics. Another seed:
 /// a different capture.
 #[test]
