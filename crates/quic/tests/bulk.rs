@@ -92,10 +92,17 @@ fn sampling_does_not_change_the_run() {
     };
     let (a, b) = (run(&plain), run(&sampled));
     assert!(a.client.samples.is_empty());
-    assert!(a.pcap_up == b.pcap_up, "sampling changed the upload's datagrams");
+    assert!(
+        a.pcap_up == b.pcap_up,
+        "sampling changed the upload's datagrams"
+    );
     let samples = &b.client.samples;
     assert!(samples.len() > 50, "{} samples", samples.len());
-    assert!(samples.windows(2).all(|w| w[1].at - w[0].at == Duration::from_millis(10)));
+    assert!(
+        samples
+            .windows(2)
+            .all(|w| w[1].at - w[0].at == Duration::from_millis(10))
+    );
 }
 
 /// Same seed: byte-identical capture, key log and metrics. Another seed:
