@@ -5,6 +5,7 @@ use crate::runner::RunResults;
 use crate::scenario::Plot;
 use crate::summary::metric_label;
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
@@ -212,20 +213,9 @@ where
         .draw()?;
     for (index, (name, points)) in lines.into_iter().enumerate() {
         let color = Palette99::pick(index).to_rgba();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        line(&mut chart, color, name, points)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -300,20 +290,9 @@ where
             )))
             .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n))
             .filter(|&(_, y)| y >= y_from);
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        line(&mut chart, color, name, points)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }
 
@@ -377,19 +356,43 @@ where
         chart.draw_series(points.iter().map(|&(x, p25, median, p75)| {
             ErrorBar::new_vertical(x, p25, median, p75, color.stroke_width(1), 6)
         }))?;
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().map(|&(x, _, median, _)| (x, median)),
-                color.stroke_width(2),
-            ))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        let medians = points.iter().map(|&(x, _, median, _)| (x, median));
+        line(&mut chart, color, name, medians)?;
     }
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    Ok(())
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draws `points` as a line of `color` with a legend entry `name`.
+fn line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    color: RGBAColor,
+    name: &str,
+    points: impl IntoIterator<Item = (f64, f64)>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    Ok(())
+}
+
+/// The legend of every labelled line, boxed, at `position`.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    position: SeriesLabelPosition,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 13))
