@@ -231,6 +231,24 @@ impl Pacubic {
         self.scratch = events;
     }
 
+    /// With `quack_acks`, the bytes of quACKs the engine reported that no
+    /// callback has applied yet. A sender that the window stops gets no
+    /// callbacks until an end-to-end ACK arrives, so the window must see
+    /// them at once, or quACKs could not advance it between rare ACKs.
+    fn queued_quacked_bytes(&self) -> u64 {
+        if !self.config.quack_acks {
+            return 0;
+        }
+        let queue = self.signals.lock().expect("signals lock");
+        queue
+            .iter()
+            .map(|event| match event {
+                SenderEvent::Received { bytes, .. } => *bytes,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// A quACK showed packets lost on the near segment, the newest sent at
     /// `sent`.
     fn on_near_loss(&mut self, now: Instant, sent: Instant) {
@@ -316,11 +334,17 @@ impl Controller for Pacubic {
     fn on_end_acks(
         &mut self,
         now: Instant,
-        _in_flight: u64,
+        in_flight: u64,
         _app_limited: bool,
         _largest_packet_num_acked: Option<u64>,
     ) {
         self.poll_signals(now);
+        // QuACKed bytes are still in flight until acknowledged end to end.
+        // A quACKed packet lost after the proxy leaves the flight when QUIC
+        // declares it lost; which lost bytes had been quACKed is unknown
+        // (most losses happen before the proxy, unquACKed), so the balance
+        // is bounded here rather than debited on every loss.
+        self.quacked_pending = self.quacked_pending.min(in_flight);
     }
 
     fn on_congestion_event(
@@ -329,17 +353,13 @@ impl Controller for Pacubic {
         sent: Instant,
         is_persistent_congestion: bool,
         is_ecn: bool,
-        lost_bytes: u64,
+        _lost_bytes: u64,
         _largest_lost_pn: u64,
     ) {
         // A quACK may have reported this loss already: apply it first.
         self.poll_signals(now);
-        if self.config.quack_acks {
-            self.quacked_pending = if is_persistent_congestion {
-                0
-            } else {
-                self.quacked_pending.saturating_sub(lost_bytes)
-            };
+        if self.config.quack_acks && is_persistent_congestion {
+            self.quacked_pending = 0;
         }
         let reduced =
             self.core
@@ -366,7 +386,10 @@ impl Controller for Pacubic {
     }
 
     fn window(&self) -> u64 {
-        self.core.window().saturating_add(self.quacked_pending)
+        self.core
+            .window()
+            .saturating_add(self.quacked_pending)
+            .saturating_add(self.queued_quacked_bytes())
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -672,13 +695,16 @@ mod tests {
         assert_eq!(rig.cc.window(), 18_000);
         rig.cc.handle_ack(now, rig.at(5), 1200, false, rtt, rtt);
         assert_eq!(rig.cc.window(), 19_200);
-        // QuACKed bytes that QUIC later declares lost leave the balance.
+        // A quACK opens the window at once, before any callback applies
+        // it: a window-limited sender gets no callback until an ACK.
         rig.push(SenderEvent::Received {
             packets: 2,
             bytes: 2400,
         });
-        rig.cc
-            .on_congestion_event(rig.at(100), rig.at(90), false, false, 1200, 9);
+        assert_eq!(rig.cc.window(), 21_600);
+        // QuACKed bytes no longer in flight (declared lost after the
+        // proxy) leave the balance.
+        rig.cc.on_end_acks(rig.at(100), 1200, false, None);
         assert_eq!(rig.cc.quacked_pending(), 1200);
         assert_eq!(rig.cc.stats().quacked_bytes, 8400);
     }

@@ -66,6 +66,10 @@ pub struct Endpoint {
     /// may hold back `threshold` ack-eliciting packets, or `max_delay`.
     #[serde(default)]
     pub ack_frequency: Option<AckFrequencySpec>,
+    /// Send 1-RTT datagrams at most once per this long (the Sidekick
+    /// authors' receiver-side `min_ack_delay`; bulk uploads' server only).
+    #[serde(default)]
+    pub min_ack_delay: Option<Span>,
 }
 
 /// An endpoint's `ack_frequency = { threshold = 50, max_delay = "50ms" }`.
@@ -587,7 +591,7 @@ impl ScenarioFile {
             debug_assert!(VARIANT_KEYS.iter().all(|key| !table.contains_key(*key)));
             let mut merged = document.clone();
             merge(&mut merged, table);
-            let Some((field, values)) = sweep else {
+            let Some((field, values, unit)) = sweep else {
                 let scenario = resolve(&path, &context, toml::Value::Table(merged))?;
                 variants.push(Variant {
                     name,
@@ -608,7 +612,7 @@ impl ScenarioFile {
             }
             let leaf = field.rsplit('.').next().unwrap_or(&field).to_string();
             for x in values {
-                let point = format!("{name}, {leaf} = {x}");
+                let point = format!("{name}, {leaf} = {x}{}", unit.as_deref().unwrap_or(""));
                 if variants.iter().any(|v: &Variant| v.name == point) {
                     return Err(field_error(
                         &path,
@@ -620,10 +624,11 @@ impl ScenarioFile {
                 let mut swept = merged.clone();
                 // Whole numbers go in as integers, so that integer fields
                 // (thresholds, counts) can be swept too.
-                let value = if x.fract() == 0.0 && x.abs() < 1e15 {
-                    toml::Value::Integer(x as i64)
-                } else {
-                    toml::Value::Float(x)
+                let value = match &unit {
+                    // A quantity: "80ms", "10MB".
+                    Some(unit) => toml::Value::String(format!("{x}{unit}")),
+                    None if x.fract() == 0.0 && x.abs() < 1e15 => toml::Value::Integer(x as i64),
+                    None => toml::Value::Float(x),
                 };
                 set_dotted(&mut swept, &field, value);
                 let point_context = format!("variant \"{point}\": ");
@@ -716,12 +721,14 @@ fn parse_sweep(
     path: &Path,
     context: &str,
     value: toml::Value,
-) -> Result<(String, Vec<f64>), ScenarioError> {
+) -> Result<(String, Vec<f64>, Option<String>), ScenarioError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Sweep {
         field: String,
         values: Vec<f64>,
+        #[serde(default)]
+        unit: Option<String>,
     }
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(value, &mut track);
@@ -732,7 +739,8 @@ fn parse_sweep(
             &format!("sweep.{}", track.path()),
             &format!(
                 "{} (sweep = {{ field = \"hops.near.loss\", values = [0, 0.01] }}: a \
-                 dotted numeric field and its values)",
+                 dotted field, its numeric values and optionally their `unit`, \
+                 such as \"ms\")",
                 first_line(&error.to_string())
             ),
         )
@@ -748,7 +756,7 @@ fn parse_sweep(
             "must be a dotted field such as \"hops.near.loss\"",
         ));
     }
-    Ok((sweep.field, sweep.values))
+    Ok((sweep.field, sweep.values, sweep.unit))
 }
 
 /// Sets the dotted `field` of `table` to `value`, making tables on the way.
@@ -865,6 +873,26 @@ impl Scenario {
             }
             hop.check()
                 .map_err(|(field, message)| (format!("hops.{name}.{field}"), message))?;
+        }
+        if self.client.min_ack_delay.is_some() {
+            return fail(
+                "client.min_ack_delay",
+                "only the server (a bulk upload's receiver) can delay its ACKs".into(),
+            );
+        }
+        if self.server.min_ack_delay.is_some()
+            && !matches!(
+                self.workload,
+                Workload::Bulk {
+                    direction: BulkDirection::Upload,
+                    ..
+                }
+            )
+        {
+            return fail(
+                "server.min_ack_delay",
+                "needs a bulk upload (the server must be the data receiver)".into(),
+            );
         }
         match (&self.middle, &self.sidekick) {
             (Middle::Sidekick, None) => {

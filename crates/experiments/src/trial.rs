@@ -208,6 +208,7 @@ impl Prepared {
         // PACUBIC reads this trial's sidekick engine: a fresh queue and a
         // clock shared with the client endpoint.
         let signals = sidekick::Signals::default();
+        let mut pacubic = None;
         if scenario.client.controller == PACUBIC {
             let spec = scenario
                 .sidekick
@@ -218,11 +219,10 @@ impl Prepared {
             if let Some(r) = spec.ratio {
                 config = config.with_fixed_ratio(r);
             }
+            let factory = Arc::new(cc::PacubicFactory::new(signals.clone(), config));
             let mut registry = self.registry.clone();
-            registry.register(
-                PACUBIC,
-                Arc::new(cc::PacubicFactory::new(signals.clone(), config)),
-            );
+            registry.register(PACUBIC, factory.clone());
+            pacubic = Some(factory);
             client_quic = client_quic.with_registry(registry).with_clock(clock);
         }
         let server_quic = endpoint_quic(&scenario.server);
@@ -245,14 +245,25 @@ impl Prepared {
                     }
                     None => HostSpec::new("client", client_addr.ip(), endpoint),
                 };
-                (
-                    client,
-                    host(
+                // A receiver that holds back its ACKs holds back its
+                // flow-control credit too: grant it all up front, as the
+                // Sidekick clients did (1000 MiB), so that only the ACKs
+                // are thinned.
+                let server_quic = match scenario.server.min_ack_delay {
+                    Some(_) => server_quic.with_receive_window(1 << 30),
+                    None => server_quic,
+                };
+                let server = QuicServer::new(server_quic, server_addr, BulkServerFactory)
+                    .expect("controllers were checked when the variant was prepared");
+                let server = match scenario.server.min_ack_delay {
+                    Some(delay) => HostSpec::new(
                         "server",
-                        server_addr,
-                        QuicServer::new(server_quic, server_addr, BulkServerFactory),
+                        server_addr.ip(),
+                        quic::AckDelay::new(server, delay.0),
                     ),
-                )
+                    None => HostSpec::new("server", server_addr.ip(), server),
+                };
+                (client, server)
             }
             Workload::Media { duration } => {
                 let config = MediaConfig::new(seed.derive("media")).with_duration(duration.0);
@@ -390,6 +401,16 @@ impl Prepared {
             metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
         }
         collect(&sim, &chain, scenario, &mut result);
+        if let Some(factory) = pacubic {
+            let stats = factory.stats();
+            let metrics = &mut result.metrics;
+            metrics.insert("pacubic_quack_cuts".into(), stats.quack_reductions as f64);
+            metrics.insert("pacubic_e2e_cuts".into(), stats.e2e_reductions as f64);
+            metrics.insert("pacubic_ratio".into(), f64::from(stats.ratio_ppm) / 1e6);
+            if stats.quacked_bytes > 0 {
+                metrics.insert("pacubic_quacked_bytes".into(), stats.quacked_bytes as f64);
+            }
+        }
         result
     }
 }
@@ -518,9 +539,15 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
     match &scenario.workload {
         Workload::Bulk { direction, .. } => {
             let client = sender_host::<QuicClient<BulkClient>>(sim, chain, scenario, result);
-            let server = sim
-                .host::<QuicServer<BulkServerFactory>>(chain.receiver)
-                .expect("the server host");
+            let delayed = sim.host::<quic::AckDelay<QuicServer<BulkServerFactory>>>(chain.receiver);
+            // Datagrams the receiver's stack sent that its ACK delay dropped.
+            let replaced = delayed.map_or(0, quic::AckDelay::replaced);
+            let server = match delayed {
+                Some(delayed) => delayed.inner(),
+                None => sim
+                    .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+                    .expect("the server host"),
+            };
             // The sender whose counters and series describe the transfer:
             // for a split upload, the proxy's server-facing leg, which sends
             // over the far hop (as Sidekick's Figure 9 plots split CUBIC).
@@ -542,7 +569,7 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             if let Some(record) = receiver_record {
                 result.metrics.insert(
                     "receiver_sent_packets".into(),
-                    record.stats.udp_tx_datagrams as f64,
+                    record.stats.udp_tx_datagrams.saturating_sub(replaced) as f64,
                 );
             }
             add_errors(result, "client", client.record());

@@ -25,6 +25,9 @@ pub struct QuicConfig {
     /// Ask the peer to acknowledge less often (the QUIC ACK-frequency
     /// extension, draft 04; default: off, the peer's own ACK policy).
     pub ack_frequency: Option<AckFrequency>,
+    /// Flow-control credit this endpoint grants its peer per stream and
+    /// per connection, bytes (default: noq-proto's).
+    pub receive_window: Option<u32>,
     /// Sample each connection's time series at this interval (default: off).
     pub sample_interval: Option<Duration>,
     /// Log TLS secrets here (default: off).
@@ -48,6 +51,7 @@ impl QuicConfig {
             registry: ControllerRegistry::builtin(),
             max_udp_payload: None,
             ack_frequency: None,
+            receive_window: None,
             sample_interval: None,
             keylog: None,
             clock: None,
@@ -83,6 +87,14 @@ impl QuicConfig {
     /// ack-eliciting packets, or after `frequency.max_delay`.
     pub fn with_ack_frequency(mut self, frequency: AckFrequency) -> QuicConfig {
         self.ack_frequency = Some(frequency);
+        self
+    }
+
+    /// Grant the peer `bytes` of flow-control credit per stream and per
+    /// connection up front (the Sidekick clients set 1000 MiB, so flow
+    /// control never bound).
+    pub fn with_receive_window(mut self, bytes: u32) -> QuicConfig {
+        self.receive_window = Some(bytes);
         self
     }
 

@@ -128,6 +128,7 @@
 //! assert!(report.goodput.bits_per_sec() > 1_000_000);
 //! ```
 
+mod ack_delay;
 mod app;
 mod bulk;
 mod certificate;
@@ -153,6 +154,7 @@ mod short_flows;
 mod split_proxy;
 mod timed;
 
+pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
 pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};

@@ -33,6 +33,8 @@ pub(crate) struct EndpointSetup {
     max_udp_payload: Option<u16>,
     /// What to ask of the peer's acknowledgements, if anything.
     ack_frequency: Option<crate::config::AckFrequency>,
+    /// Flow-control credit for the peer, if not noq-proto's default.
+    receive_window: Option<u32>,
     /// Where qlog traces go, if anywhere.
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogSet>,
@@ -68,6 +70,7 @@ impl EndpointSetup {
             clock: config.clock.unwrap_or_default(),
             max_udp_payload: config.max_udp_payload,
             ack_frequency: config.ack_frequency,
+            receive_window: config.receive_window,
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
         })
@@ -87,6 +90,11 @@ impl EndpointSetup {
                 .initial_mtu(bytes)
                 .min_mtu(bytes)
                 .mtu_discovery_config(None);
+        }
+        if let Some(bytes) = self.receive_window {
+            transport
+                .stream_receive_window(VarInt::from_u32(bytes))
+                .receive_window(VarInt::from_u32(bytes));
         }
         if let Some(frequency) = self.ack_frequency {
             let mut ack = noq_proto::AckFrequencyConfig::default();
