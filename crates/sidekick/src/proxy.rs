@@ -400,6 +400,9 @@ impl SidekickProxy {
                 flow.session = Some(session);
                 self.stats.configures += 1;
             }
+            // A repeated reset (the sender did not see our quACKs adopt
+            // its epoch in time) must not clear the sums a second time.
+            Control::Reset { epoch, .. } if epoch == flow.epoch => {}
             Control::Reset { epoch, .. } => {
                 flow.epoch = epoch;
                 if let Some(session) = &mut flow.session {

@@ -368,6 +368,7 @@ impl<F: Field> SidekickSender<F> {
         }
         if epoch != self.epoch {
             self.stats.stale_quacks += 1;
+            self.repeat_reset(now, next_session, proxy);
             return;
         }
         let Ok(message) = Message::<F>::parse(&quack) else {
@@ -470,6 +471,27 @@ impl<F: Field> SidekickSender<F> {
             .to_bytes(),
         ));
         self.events.push_back(SenderEvent::Reset);
+    }
+
+    /// QuACKs still carry an old epoch: if the last reset went out long
+    /// enough ago that it should have arrived, it was lost, and quACKs
+    /// would stay stale forever; send it again (the proxy ignores a reset
+    /// to the epoch it already has).
+    fn repeat_reset(&mut self, now: Time, session: u64, proxy: SocketAddr) {
+        let Some(at) = self.last_reset else {
+            return;
+        };
+        if now.saturating_duration_since(at) < self.config.configure_timeout {
+            return;
+        }
+        self.last_reset = Some(now);
+        self.stats.resets += 1;
+        let reset = Control::Reset {
+            session,
+            epoch: self.epoch,
+        };
+        self.outbox
+            .push_back(Datagram::new(self.control, proxy, reset.to_bytes()));
     }
 
     /// Retries the request, or a configuration the proxy needed to send

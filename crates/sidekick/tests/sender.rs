@@ -82,6 +82,15 @@ impl Pair {
         self.exchange();
     }
 
+    /// The base connection sends a packet that is lost before the proxy.
+    fn lose_packet(&mut self) {
+        let mut payload = vec![0x40; 64];
+        payload[21..25].copy_from_slice(&self.next_id.to_be_bytes());
+        self.next_id += 1;
+        let datagram = Datagram::new(addr(SENDER), addr(RECEIVER), payload);
+        self.sender.on_sent(self.now, &datagram);
+    }
+
     fn advance(&mut self, by: Duration) {
         let end = self.now + by;
         loop {
@@ -144,4 +153,39 @@ fn a_lost_grant_is_repeated() {
     }
     assert_eq!(pair.quacks(), 11, "quACKs resumed after the repeated grant");
     assert!(pair.sender.stats().configures >= 3);
+}
+
+/// More losses than the threshold make the sender reset. If the reset is
+/// lost, every later quACK carries the old epoch and is ignored, so the
+/// sender must repeat the reset.
+#[test]
+fn a_lost_reset_is_repeated() {
+    let mut pair = Pair::new();
+    for _ in 0..5 {
+        pair.send_packet();
+        pair.advance(Duration::from_millis(1));
+    }
+    for _ in 0..12 {
+        pair.lose_packet(); // t = 8: this quACK cannot be decoded
+    }
+    pair.lose_next_control = true; // the reset it triggers
+    pair.send_packet();
+    assert_eq!(pair.sender.stats().resets, 1);
+    assert_eq!(pair.lost_controls, 1);
+    let applied = pair.quacks();
+    for _ in 0..5 {
+        pair.send_packet();
+        pair.advance(Duration::from_millis(1));
+    }
+    assert_eq!(pair.quacks(), applied, "stale quACKs are not applied");
+    pair.advance(Duration::from_millis(250));
+    for _ in 0..5 {
+        pair.send_packet();
+        pair.advance(Duration::from_millis(1));
+    }
+    assert!(pair.sender.stats().resets >= 2, "the reset was repeated");
+    assert!(
+        pair.quacks() >= applied + 5,
+        "quACKs apply again after the repeated reset"
+    );
 }
