@@ -10,6 +10,7 @@
 //! and `summary.md`. `docs/experiments.md` is the user's reference.
 
 pub mod check;
+mod flows;
 pub mod plot;
 pub mod progress;
 pub mod report;

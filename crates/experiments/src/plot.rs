@@ -158,6 +158,9 @@ fn segments(
 
 /// Drops a trailing `.0` from axis labels.
 fn tick(value: &f64) -> String {
+    // Tick steps such as 0.1 add up to 0.7999999999999999: round to ten
+    // significant digits (values that print short are unchanged).
+    let value: f64 = format!("{value:.9e}").parse().unwrap_or(*value);
     let text = format!("{value}");
     text.strip_suffix(".0").map_or(text.clone(), str::to_string)
 }

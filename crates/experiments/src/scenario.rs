@@ -323,6 +323,33 @@ fn hundred_bytes() -> Bytes {
     Bytes(100)
 }
 
+/// One flow of a dumbbell scenario (`[[flows]]`): a bulk upload from its
+/// own client, over its own access hop (`path[0]`) and the shared
+/// bottleneck (`path[1]`), to its own server.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Its name: unique; its slug names its metrics (`share_<slug>`).
+    pub name: String,
+    /// Its client's congestion controller (default: `client.controller`,
+    /// itself "cubic" by default).
+    #[serde(default)]
+    pub controller: Option<String>,
+    /// Its client runs the sidekick sender engine of `[sidekick]` (needs
+    /// `middle = "sidekick"`).
+    #[serde(default)]
+    pub sidekick: bool,
+    /// The split proxy terminates its connection (needs `middle = "split"`).
+    #[serde(default)]
+    pub split: bool,
+    /// When its client starts (default 0s).
+    #[serde(default)]
+    pub start: Span,
+    /// How much it uploads (default: the workload's size).
+    #[serde(default)]
+    pub size: Option<Bytes>,
+}
+
 /// A figure to draw from the results.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -431,6 +458,10 @@ pub struct Scenario {
     pub sidekick: Option<SidekickSpec>,
     /// The traffic.
     pub workload: Workload,
+    /// Competing flows on a dumbbell instead of one client on a chain
+    /// (default: none, a chain).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSpec>,
     /// Figures to draw (default: one suited to the workload).
     #[serde(default)]
     pub plots: Vec<Plot>,
@@ -1033,7 +1064,130 @@ impl Scenario {
             }
             _ => {}
         }
+        self.check_flows()
+    }
+
+    /// Checks `[[flows]]`: a two-hop path, a bulk upload, unique names,
+    /// and per-flow options that match `middle`.
+    fn check_flows(&self) -> Result<(), (String, String)> {
+        let fail = |field: &str, message: String| Err((field.to_string(), message));
+        if self.flows.is_empty() {
+            return Ok(());
+        }
+        if self.path.len() != 2 {
+            return fail(
+                "path",
+                "with [[flows]], the path is two hops: every flow's own access hop, \
+                 then the shared bottleneck"
+                    .into(),
+            );
+        }
+        if self
+            .middle_after
+            .as_ref()
+            .is_some_and(|after| *after != self.path[0])
+        {
+            return fail(
+                "middle_after",
+                "with [[flows]], `middle` runs on the left router, after the access hop".into(),
+            );
+        }
+        if !matches!(
+            self.workload,
+            Workload::Bulk {
+                direction: BulkDirection::Upload,
+                ..
+            }
+        ) {
+            return fail(
+                "workload",
+                "[[flows]] needs a bulk upload (kind = \"bulk\", direction = \"upload\")".into(),
+            );
+        }
+        let count = self.flows.len();
+        if count > 200 {
+            return fail("flows", format!("{count} flows; at most 200"));
+        }
+        for (index, flow) in self.flows.iter().enumerate() {
+            let field = |name: &str| format!("flows[{index}].{name}");
+            if flow.name.trim().is_empty() || crate::report::slug(&flow.name).is_empty() {
+                return fail(
+                    &field("name"),
+                    "needs letters or digits (it names the flow's metrics)".into(),
+                );
+            }
+            if let Some(other) = self.flows[..index]
+                .iter()
+                .position(|f| crate::report::slug(&f.name) == crate::report::slug(&flow.name))
+            {
+                return fail(
+                    &field("name"),
+                    format!(
+                        "{:?} gives the same metric names as flows[{other}] ({:?})",
+                        flow.name, self.flows[other].name
+                    ),
+                );
+            }
+            if flow.sidekick && self.middle != Middle::Sidekick {
+                return fail(&field("sidekick"), "needs middle = \"sidekick\"".into());
+            }
+            if flow.split && self.middle != Middle::Split {
+                return fail(&field("split"), "needs middle = \"split\"".into());
+            }
+            if self.flow_controller(index) == "pacubic" && !flow.sidekick {
+                return fail(
+                    &field("controller"),
+                    "pacubic reads the sidekick's quACKs: give the flow sidekick = true".into(),
+                );
+            }
+            if flow.size.is_some_and(|size| size.0 == 0) {
+                return fail(&field("size"), "must be positive".into());
+            }
+        }
+        let last = count as u128 - 1;
+        for (field, addr) in [
+            ("client.addr", self.client.addr),
+            ("server.addr", self.server.addr),
+        ] {
+            if offset_addr(addr, last).is_none() {
+                return fail(
+                    field,
+                    format!("{addr} plus {last} (one address per flow) overflows"),
+                );
+            }
+        }
+        let clients: Vec<IpAddr> = (0..count).map(|i| self.flow_client_addr(i).ip()).collect();
+        if let Some(i) = (0..count).find(|&i| clients.contains(&self.flow_server_addr(i).ip())) {
+            return fail(
+                "server.addr",
+                format!(
+                    "flow {i}'s server {} is also a client's address: flows use \
+                     client.addr + i and server.addr + i",
+                    self.flow_server_addr(i).ip()
+                ),
+            );
+        }
         Ok(())
+    }
+
+    /// Flow `index`'s congestion controller: its own, else the client's.
+    pub fn flow_controller(&self, index: usize) -> &str {
+        self.flows[index]
+            .controller
+            .as_deref()
+            .unwrap_or(&self.client.controller)
+    }
+
+    /// Flow `index`'s client: `client.addr` plus `index`, the client's port.
+    pub fn flow_client_addr(&self, index: usize) -> std::net::SocketAddr {
+        let addr = offset_addr(self.client.addr, index as u128).expect("checked: no overflow");
+        std::net::SocketAddr::new(addr, self.client_addr().port())
+    }
+
+    /// Flow `index`'s server: `server.addr` plus `index`, the server's port.
+    pub fn flow_server_addr(&self, index: usize) -> std::net::SocketAddr {
+        let addr = offset_addr(self.server.addr, index as u128).expect("checked: no overflow");
+        std::net::SocketAddr::new(addr, self.server_addr().port())
     }
 
     /// The client's socket address (port 5000 unless given).
@@ -1059,6 +1213,19 @@ impl Scenario {
     /// variants are compared on the same random draws where they coincide.
     pub fn trial_seed(&self, trial: u32) -> netsim::Seed {
         netsim::Seed::new(self.seed).derive(&format!("trial/{trial}"))
+    }
+}
+
+/// `addr` plus `offset`, if that stays in the address family.
+fn offset_addr(addr: IpAddr, offset: u128) -> Option<IpAddr> {
+    match addr {
+        IpAddr::V4(v4) => u32::try_from(offset)
+            .ok()
+            .and_then(|offset| u32::from(v4).checked_add(offset))
+            .map(|n| IpAddr::V4(n.into())),
+        IpAddr::V6(v6) => u128::from(v6)
+            .checked_add(offset)
+            .map(|n| IpAddr::V6(n.into())),
     }
 }
 

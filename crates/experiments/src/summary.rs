@@ -80,6 +80,15 @@ impl VariantSummary {
 
 /// The metrics a report leads with for a workload.
 pub fn headline_metrics(scenario: &Scenario) -> Vec<String> {
+    if !scenario.flows.is_empty() {
+        // Competing flows: the total, each flow's share, the fairness.
+        let mut names = vec!["goodput_mbps".to_string()];
+        for flow in &scenario.flows {
+            names.push(format!("share_{}", crate::report::slug(&flow.name)));
+        }
+        names.push("jain_index".to_string());
+        return names;
+    }
     let names: &[&str] = match scenario.workload {
         Workload::Bulk { .. } => &["goodput_mbps", "completion_s"],
         Workload::Media { .. } => &["dejitter_p50_ms", "dejitter_p95_ms", "dejitter_p99_ms"],
@@ -108,7 +117,14 @@ pub fn metric_label(metric: &str) -> String {
         ("played_fraction", "fraction of packets played"),
         ("frames_received_fraction", "fraction of frames received"),
         ("retransmissions", "retransmissions"),
+        ("jain_index", "Jain's fairness index"),
     ];
+    if let Some(flow) = metric.strip_prefix("goodput_mbps_") {
+        return format!("goodput of {flow} (Mbit/s)");
+    }
+    if let Some(flow) = metric.strip_prefix("share_") {
+        return format!("share of {flow}");
+    }
     if let Some((_, label)) = known.iter().find(|(name, _)| *name == metric) {
         return label.to_string();
     }

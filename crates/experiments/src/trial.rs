@@ -79,7 +79,7 @@ pub struct LinkReport {
 }
 
 impl LinkReport {
-    fn new(link: String, stats: &LinkStats) -> LinkReport {
+    pub(crate) fn new(link: String, stats: &LinkStats) -> LinkReport {
         LinkReport {
             link,
             offered_packets: stats.offered.packets,
@@ -147,9 +147,11 @@ impl Prepared {
             );
         }
         for (endpoint, who) in [(&scenario.client, "client"), (&scenario.server, "server")] {
-            if endpoint.controller == PACUBIC
-                && !(who == "client" && scenario.middle == Middle::Sidekick)
-            {
+            // With [[flows]], the client's controller is only the flows'
+            // default; each flow's is checked below.
+            let allowed = who == "client"
+                && (scenario.middle == Middle::Sidekick || !scenario.flows.is_empty());
+            if endpoint.controller == PACUBIC && !allowed {
                 return Err(fail(
                     format!("{who}.controller"),
                     "pacubic reads the sidekick's quACKs: only the client can run it, \
@@ -169,6 +171,14 @@ impl Prepared {
                     .map_err(|error| fail(field.to_string(), error.to_string()))?;
             }
         }
+        for index in 0..scenario.flows.len() {
+            let name = scenario.flow_controller(index);
+            if name != PACUBIC {
+                registry.get(name).map_err(|error| {
+                    fail(format!("flows[{index}].controller"), error.to_string())
+                })?;
+            }
+        }
         Ok(Prepared {
             scenario: scenario.clone(),
             hops,
@@ -184,6 +194,9 @@ impl Prepared {
     /// Runs trial `trial` of variant `variant`.
     pub fn run(&self, variant: &str, trial: u32) -> TrialResult {
         let scenario = &self.scenario;
+        if !scenario.flows.is_empty() {
+            return crate::flows::run(scenario, &self.hops, &self.registry, variant, trial);
+        }
         let seed = scenario.trial_seed(trial);
         let client_addr = scenario.client_addr();
         let server_addr = scenario.server_addr();
@@ -194,36 +207,20 @@ impl Prepared {
         if let Some(interval) = scenario.sample_interval {
             quic = quic.with_sampling(interval.0);
         }
-        let endpoint_quic = |endpoint: &Endpoint| {
-            let config = quic.clone().with_congestion(&endpoint.controller);
-            match endpoint.ack_frequency {
-                Some(spec) => config.with_ack_frequency(quic::AckFrequency {
-                    threshold: spec.threshold,
-                    max_delay: spec.max_delay.map(|span| span.0),
-                }),
-                None => config,
-            }
-        };
+        let endpoint_quic =
+            |endpoint: &Endpoint| endpoint_config(&quic, endpoint, &endpoint.controller);
         let mut client_quic = endpoint_quic(&scenario.client);
-        // PACUBIC reads this trial's sidekick engine: a fresh queue and a
-        // clock shared with the client endpoint.
-        let signals = sidekick::Signals::default();
+        let mut signals = sidekick::Signals::default();
         let mut pacubic = None;
         if scenario.client.controller == PACUBIC {
             let spec = scenario
                 .sidekick
                 .as_ref()
                 .expect("checked: pacubic has a sidekick");
-            let clock = quic::SimClock::new();
-            let mut config = cc::PacubicConfig::new(clock).with_quack_acks(spec.quack_acks);
-            if let Some(r) = spec.ratio {
-                config = config.with_fixed_ratio(r);
-            }
-            let factory = Arc::new(cc::PacubicFactory::new(signals.clone(), config));
-            let mut registry = self.registry.clone();
-            registry.register(PACUBIC, factory.clone());
-            pacubic = Some(factory);
-            client_quic = client_quic.with_registry(registry).with_clock(clock);
+            let wired = Pacubic::new(&self.registry, client_quic, spec);
+            client_quic = wired.quic;
+            signals = wired.signals;
+            pacubic = Some(wired.factory);
         }
         let server_quic = endpoint_quic(&scenario.server);
         let (client, server) = match &scenario.workload {
@@ -245,24 +242,12 @@ impl Prepared {
                     }
                     None => HostSpec::new("client", client_addr.ip(), endpoint),
                 };
-                // A receiver that holds back its ACKs holds back its
-                // flow-control credit too: grant it all up front, as the
-                // Sidekick clients did (1000 MiB), so that only the ACKs
-                // are thinned.
-                let server_quic = match scenario.server.min_ack_delay {
-                    Some(_) => server_quic.with_receive_window(1 << 30),
-                    None => server_quic,
-                };
-                let server = QuicServer::new(server_quic, server_addr, BulkServerFactory)
-                    .expect("controllers were checked when the variant was prepared");
-                let server = match scenario.server.min_ack_delay {
-                    Some(delay) => HostSpec::new(
-                        "server",
-                        server_addr.ip(),
-                        quic::AckDelay::new(server, delay.0),
-                    ),
-                    None => HostSpec::new("server", server_addr.ip(), server),
-                };
+                let server = bulk_server(
+                    "server",
+                    server_quic,
+                    server_addr,
+                    scenario.server.min_ack_delay,
+                );
                 (client, server)
             }
             Workload::Media { duration } => {
@@ -349,18 +334,7 @@ impl Prepared {
                     } else if index == scenario.middle_index() + 1
                         && scenario.middle == Middle::Sidekick
                     {
-                        let mut config =
-                            ProxyConfig::new(SIDEKICK_PROXY, seed.derive("sidekick-proxy"));
-                        config.strawman = scenario
-                            .sidekick
-                            .as_ref()
-                            .and_then(|spec| spec.strawman)
-                            .map(|strawman| match strawman {
-                                Strawman::Echo => quack::Scheme::Echo,
-                                Strawman::Window { size } => quack::Scheme::Window { size },
-                            });
-                        MiddleSpec::with_middlebox("sidekick-proxy", SidekickProxy::new(config))
-                            .with_addr(SIDEKICK_PROXY.ip())
+                        sidekick_proxy(scenario, seed)
                     } else {
                         MiddleSpec::forwarder(name)
                     };
@@ -402,17 +376,126 @@ impl Prepared {
         }
         collect(&sim, &chain, scenario, &mut result);
         if let Some(factory) = pacubic {
-            let stats = factory.stats();
-            let metrics = &mut result.metrics;
-            metrics.insert("pacubic_quack_cuts".into(), stats.quack_reductions as f64);
-            metrics.insert("pacubic_e2e_cuts".into(), stats.e2e_reductions as f64);
-            metrics.insert("pacubic_ratio".into(), f64::from(stats.ratio_ppm) / 1e6);
-            if stats.quacked_bytes > 0 {
-                metrics.insert("pacubic_quacked_bytes".into(), stats.quacked_bytes as f64);
-            }
+            add_pacubic_metrics(&mut result, &factory, "");
         }
         result
     }
+}
+
+/// An endpoint's QUIC configuration: `controller` and its ACK frequency.
+pub(crate) fn endpoint_config(
+    quic: &QuicConfig,
+    endpoint: &Endpoint,
+    controller: &str,
+) -> QuicConfig {
+    let config = quic.clone().with_congestion(controller);
+    match endpoint.ack_frequency {
+        Some(spec) => config.with_ack_frequency(quic::AckFrequency {
+            threshold: spec.threshold,
+            max_delay: spec.max_delay.map(|span| span.0),
+        }),
+        None => config,
+    }
+}
+
+/// A PACUBIC client wired to its own sidekick engine: PACUBIC reads the
+/// engine's events from a fresh queue, on a clock shared with the client
+/// endpoint, through a factory registered for this client alone.
+pub(crate) struct Pacubic {
+    /// The client's configuration, with the registry and the clock.
+    pub quic: QuicConfig,
+    /// Give these to the client's `SidekickHost`.
+    pub signals: sidekick::Signals,
+    /// Its counters.
+    pub factory: Arc<cc::PacubicFactory>,
+}
+
+impl Pacubic {
+    /// Wires `quic` (a client's configuration) to a new PACUBIC instance.
+    pub(crate) fn new(
+        registry: &ControllerRegistry,
+        quic: QuicConfig,
+        spec: &SidekickSpec,
+    ) -> Pacubic {
+        let signals = sidekick::Signals::default();
+        let clock = quic::SimClock::new();
+        let mut config = cc::PacubicConfig::new(clock).with_quack_acks(spec.quack_acks);
+        if let Some(r) = spec.ratio {
+            config = config.with_fixed_ratio(r);
+        }
+        let factory = Arc::new(cc::PacubicFactory::new(signals.clone(), config));
+        let mut registry = registry.clone();
+        registry.register(PACUBIC, factory.clone());
+        Pacubic {
+            quic: quic.with_registry(registry).with_clock(clock),
+            signals,
+            factory,
+        }
+    }
+}
+
+/// `pacubic_quack_cuts<suffix>` and PACUBIC's other counters.
+pub(crate) fn add_pacubic_metrics(
+    result: &mut TrialResult,
+    factory: &cc::PacubicFactory,
+    suffix: &str,
+) {
+    let stats = factory.stats();
+    let metrics = &mut result.metrics;
+    metrics.insert(
+        format!("pacubic_quack_cuts{suffix}"),
+        stats.quack_reductions as f64,
+    );
+    metrics.insert(
+        format!("pacubic_e2e_cuts{suffix}"),
+        stats.e2e_reductions as f64,
+    );
+    metrics.insert(
+        format!("pacubic_ratio{suffix}"),
+        f64::from(stats.ratio_ppm) / 1e6,
+    );
+    if stats.quacked_bytes > 0 {
+        metrics.insert(
+            format!("pacubic_quacked_bytes{suffix}"),
+            stats.quacked_bytes as f64,
+        );
+    }
+}
+
+/// A bulk server host; one that holds back its ACKs (`min_ack_delay`)
+/// holds back its flow-control credit too, so it grants it all up front,
+/// as the Sidekick clients did (1000 MiB), and only the ACKs are thinned.
+pub(crate) fn bulk_server(
+    name: &str,
+    server_quic: QuicConfig,
+    server_addr: SocketAddr,
+    min_ack_delay: Option<crate::units::Span>,
+) -> HostSpec {
+    let server_quic = match min_ack_delay {
+        Some(_) => server_quic.with_receive_window(1 << 30),
+        None => server_quic,
+    };
+    let server = QuicServer::new(server_quic, server_addr, BulkServerFactory)
+        .expect("controllers were checked when the variant was prepared");
+    match min_ack_delay {
+        Some(delay) => HostSpec::new(name, server_addr.ip(), quic::AckDelay::new(server, delay.0)),
+        None => HostSpec::new(name, server_addr.ip(), server),
+    }
+}
+
+/// The Sidekick proxy's node, configured by the scenario's `[sidekick]`.
+pub(crate) fn sidekick_proxy(scenario: &Scenario, seed: netsim::Seed) -> MiddleSpec {
+    let mut config = ProxyConfig::new(SIDEKICK_PROXY, seed.derive("sidekick-proxy"));
+    config.strawman = scenario
+        .sidekick
+        .as_ref()
+        .and_then(|spec| spec.strawman)
+        .map(|strawman| match strawman {
+            Strawman::Echo => quack::Scheme::Echo,
+            Strawman::Window { size } => quack::Scheme::Window { size },
+        });
+    MiddleSpec::with_middlebox("sidekick-proxy", SidekickProxy::new(config))
+        .with_addr(SIDEKICK_PROXY.ip())
 }
 
 /// A host from an endpoint constructor whose controller was checked.
@@ -443,7 +526,7 @@ fn rtc_config(workload: &Workload) -> RtcConfig {
 }
 
 /// The link configuration of both directions of a hop.
-fn hop_config(
+pub(crate) fn hop_config(
     hop: &Hop,
     traces: &BTreeMap<&Path, Arc<CapacityTrace>>,
 ) -> Result<HopConfig, String> {
@@ -654,13 +737,13 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
 pub const PACUBIC: &str = "pacubic";
 
 /// The sidekick proxy's control address (not on any host's subnet).
-const SIDEKICK_PROXY: SocketAddr = SocketAddr::new(
+pub(crate) const SIDEKICK_PROXY: SocketAddr = SocketAddr::new(
     std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 255, 255, 1)),
     1234,
 );
 
 /// The sender engine's settings from a scenario's `[sidekick]` table.
-fn sidekick_sender_config(spec: &SidekickSpec) -> SenderConfig {
+pub(crate) fn sidekick_sender_config(spec: &SidekickSpec) -> SenderConfig {
     let interval = match (spec.interval_packets, spec.interval) {
         (Some(n), _) => Interval::Packets(n),
         (None, Some(span)) => {
@@ -700,7 +783,7 @@ fn sender_host<'a, H: netsim::Host>(
 }
 
 /// Records why `who`'s connection closed, if it closed abnormally.
-fn add_errors(result: &mut TrialResult, who: &str, record: Option<&ConnRecord>) {
+pub(crate) fn add_errors(result: &mut TrialResult, who: &str, record: Option<&ConnRecord>) {
     if let Some(error) = record.and_then(|r| r.error.as_ref()) {
         result.errors.push(format!("{who}: {error}"));
     }
@@ -709,24 +792,7 @@ fn add_errors(result: &mut TrialResult, who: &str, record: Option<&ConnRecord>) 
 /// The data sender's loss counters and, if sampled, its time series.
 fn add_sender_counters(result: &mut TrialResult, record: Option<&ConnRecord>) {
     if let Some(record) = record {
-        if !record.samples.is_empty() {
-            let mut column = |name: &str, value: &dyn Fn(&quic::Sample) -> f64| {
-                let values = record.samples.iter().map(value).collect();
-                result.series.insert(name.to_string(), values);
-            };
-            column("t_s", &|s| s.at.as_secs_f64());
-            column("cwnd_bytes", &|s| s.cwnd_bytes as f64);
-            // Only controllers that set a pacing rate (BBR) have one.
-            if record.samples.iter().any(|s| s.pacing_rate.is_some()) {
-                column("pacing_mbps", &|s| {
-                    s.pacing_rate.map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6)
-                });
-            }
-            column("srtt_ms", &|s| millis(s.smoothed_rtt));
-            column("bytes_in_flight", &|s| s.bytes_in_flight as f64);
-            column("lost_packets", &|s| s.lost_packets as f64);
-            column("spurious_losses", &|s| s.spurious_losses as f64);
-        }
+        add_series(result, record);
         let stats = &record.stats;
         result
             .metrics
@@ -735,4 +801,27 @@ fn add_sender_counters(result: &mut TrialResult, record: Option<&ConnRecord>) {
             .metrics
             .insert("sender_sent_packets".into(), stats.sent_packets as f64);
     }
+}
+
+/// The sender's sampled time series, if it was sampled.
+pub(crate) fn add_series(result: &mut TrialResult, record: &ConnRecord) {
+    if record.samples.is_empty() {
+        return;
+    }
+    let mut column = |name: &str, value: &dyn Fn(&quic::Sample) -> f64| {
+        let values = record.samples.iter().map(value).collect();
+        result.series.insert(name.to_string(), values);
+    };
+    column("t_s", &|s| s.at.as_secs_f64());
+    column("cwnd_bytes", &|s| s.cwnd_bytes as f64);
+    // Only controllers that set a pacing rate (BBR) have one.
+    if record.samples.iter().any(|s| s.pacing_rate.is_some()) {
+        column("pacing_mbps", &|s| {
+            s.pacing_rate.map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6)
+        });
+    }
+    column("srtt_ms", &|s| millis(s.smoothed_rtt));
+    column("bytes_in_flight", &|s| s.bytes_in_flight as f64);
+    column("lost_packets", &|s| s.lost_packets as f64);
+    column("spurious_losses", &|s| s.spurious_losses as f64);
 }

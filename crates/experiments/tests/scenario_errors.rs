@@ -236,3 +236,116 @@ fn a_check_names_a_variant_that_exists() {
     let typo = text.replace("at_least", "at_lest");
     assert_mentions(&error(&typo), &["check[0]", "at_lest"]);
 }
+
+/// `BASE` with two competing flows.
+fn flows(extra: &str, flows: &str) -> String {
+    format!("{extra}\n{BASE}\n{flows}")
+}
+
+const TWO_FLOWS: &str = "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"B\"\n";
+
+#[test]
+fn flows_parse_and_derive_addresses() {
+    let text = flows(
+        "",
+        "[[flows]]\nname = \"A\"\nstart = \"1s\"\nsize = \"2MB\"\n[[flows]]\nname = \"B\"\n",
+    );
+    let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
+    let base = &file.base;
+    assert_eq!(base.flows.len(), 2);
+    assert_eq!(base.flow_controller(1), "cubic");
+    assert_eq!(base.flow_client_addr(1).to_string(), "10.0.0.2:5000");
+    assert_eq!(base.flow_server_addr(1).to_string(), "10.0.1.2:4433");
+    assert_eq!(base.flows[0].start.0, std::time::Duration::from_secs(1));
+}
+
+#[test]
+fn flows_are_checked_by_field() {
+    let message = error(&flows(
+        "",
+        "[[flows]]\nname = \"A\"\ncontrollr = \"cubic\"\n",
+    ));
+    assert_mentions(
+        &message,
+        &["flows[0]", "controllr", "controller", "sidekick"],
+    );
+
+    let message = error(&flows(
+        "",
+        "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"a\"\n",
+    ));
+    assert_mentions(&message, &["flows[1].name", "flows[0]"]);
+
+    let message = error(&flows("", "[[flows]]\nname = \"A\"\nsidekick = true\n"));
+    assert_mentions(&message, &["flows[0].sidekick", "middle = \"sidekick\""]);
+
+    let message = error(&flows("", "[[flows]]\nname = \"A\"\nsplit = true\n"));
+    assert_mentions(&message, &["flows[0].split", "middle = \"split\""]);
+
+    let message = error(&flows(
+        "middle = \"sidekick\"\nsidekick = { interval = \"30ms\", threshold = 10 }",
+        "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"B\"\ncontroller = \"pacubic\"\n",
+    ));
+    assert_mentions(&message, &["flows[1].controller", "sidekick = true"]);
+
+    let message = error(&flows("", "[[flows]]\nname = \"A\"\nsize = \"0B\"\n"));
+    assert_mentions(&message, &["flows[0].size", "positive"]);
+
+    let message = error(&flows("", "[[flows]]\nname = \"A\"\nstart = \"soon\"\n"));
+    assert_mentions(&message, &["flows[0].start"]);
+}
+
+#[test]
+fn flows_need_two_hops_and_a_bulk_upload() {
+    let three = flows("", TWO_FLOWS).replace(
+        "path = [\"near\", \"far\"]",
+        "path = [\"near\", \"mid\", \"far\"]",
+    ) + "[hops.mid]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n";
+    assert_mentions(&error(&three), &["`path`", "two hops"]);
+
+    let download =
+        flows("", TWO_FLOWS).replace("direction = \"upload\"", "direction = \"download\"");
+    assert_mentions(&error(&download), &["`workload`", "bulk upload"]);
+
+    let variant = format!(
+        "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"far\"\n",
+        flows("", TWO_FLOWS)
+    );
+    assert_mentions(&error(&variant), &["variant \"late\"", "middle_after"]);
+
+    let clash = flows("", TWO_FLOWS).replace("addr = \"10.0.1.1\"", "addr = \"10.0.0.2\"");
+    assert_mentions(&error(&clash), &["server.addr", "client"]);
+}
+
+#[test]
+fn a_variant_replaces_the_flows() {
+    let text = format!(
+        "{}\n[[variant]]\nname = \"one\"\nflows = [{{ name = \"solo\", controller = \"newreno\" }}]\n",
+        flows("", TWO_FLOWS)
+    );
+    let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
+    let flows = &file.variants[0].scenario.flows;
+    assert_eq!(flows.len(), 1);
+    assert_eq!(flows[0].name, "solo");
+}
+
+#[test]
+fn unknown_flow_controllers_fail_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let text = flows(
+        "",
+        "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"B\"\ncontroller = \"cubix\"\n",
+    );
+    std::fs::write(&path, &text).unwrap();
+    let file = ScenarioFile::load(&path).unwrap();
+    let error = experiments::run(
+        &file,
+        &quic::ControllerRegistry::builtin(),
+        &Default::default(),
+        &mut experiments::Progress::silent(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_mentions(&error, &["flows[1].controller", "cubix"]);
+}

@@ -1,0 +1,100 @@
+//! Competing flows (`[[flows]]`) on a dumbbell: every flow finishes, the
+//! shares add up, and the split proxy and the sidekick serve only the flows
+//! that ask for them.
+
+use experiments::{Progress, RunOptions, ScenarioFile};
+use std::path::PathBuf;
+
+const SCENARIO: &str = r#"
+name = "flows"
+title = "two flows"
+trials = 2
+max_udp_payload = 1200
+sample_interval = "100ms"
+path = ["near", "far"]
+[client]
+addr = "10.0.2.10"
+[server]
+addr = "10.0.1.10"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+loss = 0.05
+[hops.far]
+delay = "25ms"
+rate = "10Mbit/s"
+buffer = { kind = "red", limit = "260000B" }
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "1MB"
+[[flows]]
+name = "A"
+[[flows]]
+name = "B"
+start = "500ms"
+size = "500kB"
+
+[[variant]]
+name = "e2e"
+
+[[variant]]
+name = "split"
+middle = "split"
+flows = [{ name = "A", split = true }, { name = "B", start = "500ms", size = "500kB" }]
+
+[[variant]]
+name = "sidekick"
+middle = "sidekick"
+sidekick = { interval = "30ms", threshold = 10 }
+flows = [{ name = "A", sidekick = true }, { name = "B", start = "500ms", size = "500kB" }]
+"#;
+
+#[test]
+fn competing_flows_finish_and_report_shares() {
+    let file = ScenarioFile::parse(SCENARIO, PathBuf::from("flows.toml")).unwrap();
+    let registry = quic::ControllerRegistry::builtin();
+    let results = experiments::run(
+        &file,
+        &registry,
+        &RunOptions::default(),
+        &mut Progress::silent(),
+    )
+    .unwrap();
+    assert_eq!(
+        results.summary.headline,
+        ["goodput_mbps", "share_a", "share_b", "jain_index"]
+    );
+    for trials in &results.trials {
+        for trial in trials {
+            let name = format!("{} #{}", trial.variant, trial.trial);
+            assert!(trial.completed, "{name}: {trial:?}");
+            assert!(trial.errors.is_empty(), "{name}: {:?}", trial.errors);
+            let m = &trial.metrics;
+            let (a, b) = (m["goodput_mbps_a"], m["goodput_mbps_b"]);
+            assert!(a > 0.1 && b > 0.1, "{name}: {a} {b}");
+            assert!((m["goodput_mbps"] - (a + b)).abs() < 1e-9);
+            assert!((m["share_a"] + m["share_b"] - 1.0).abs() < 1e-9);
+            assert!((0.5..=1.0).contains(&m["jain_index"]), "{name}");
+            assert!(!trial.series["cwnd_bytes"].is_empty(), "{name}");
+            // B starts half a second late: its transfer is measured from
+            // its own first packet, and it takes at least that long to end.
+            assert!(trial.end_s > 0.5);
+            let sidekick = m.contains_key("sidekick_quacks_a");
+            assert_eq!(sidekick, trial.variant == "sidekick", "{name}");
+            assert!(!m.contains_key("sidekick_quacks_b"), "{name}");
+            assert!(m.contains_key("link_near-a_forward_packets"), "{name}");
+            assert!(m.contains_key("link_far_forward_packets"), "{name}");
+        }
+    }
+    // The split flow's data crosses the bottleneck on the proxy's leg,
+    // which does not see the 5% near loss.
+    let split = &results.trials[1][0].metrics;
+    let e2e = &results.trials[0][0].metrics;
+    assert!(
+        split["goodput_mbps_a"] > e2e["goodput_mbps_a"],
+        "split {} vs e2e {}",
+        split["goodput_mbps_a"],
+        e2e["goodput_mbps_a"]
+    );
+}
