@@ -20,7 +20,7 @@ use crate::trial::{
 };
 use netsim::{
     Datagram, Dumbbell, DumbbellSpec, FlowPair, HopConfig, HostSpec, Interface, LinkConfig,
-    MiddleSpec, Middlebox, Rate, Simulator, StopReason, Time, Transmit,
+    MiddleSpec, Middlebox, Rate, Simulator, Time, Transmit,
 };
 use quack::F32;
 use quic::{
@@ -28,7 +28,7 @@ use quic::{
     QuicServer, SplitProxy,
 };
 use sidekick::{SidekickHost, SidekickProxy};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Every receiver's access hop: fast and short, so that it changes nothing.
@@ -127,31 +127,8 @@ pub(crate) fn run(
         .add_dumbbell(dumbbell.with_left(left))
         .expect("a dumbbell with at least one flow and distinct addresses");
     let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
-    let mut result = TrialResult {
-        variant: variant.to_string(),
-        trial,
-        seed: seed.value(),
-        completed: false,
-        stop: match outcome.reason {
-            StopReason::AllFinished => "finished",
-            StopReason::TimeLimit => "time_limit",
-            StopReason::Idle => "idle",
-        }
-        .to_string(),
-        end_s: outcome.end.as_secs_f64(),
-        events: sim.stats().events,
-        metrics: BTreeMap::new(),
-        distributions: BTreeMap::new(),
-        links: link_reports(&sim, &built, scenario),
-        errors: Vec::new(),
-        series: BTreeMap::new(),
-    };
-    for link in &result.links {
-        let stem = format!("link_{}", link.link.replace('/', "_"));
-        let metrics = &mut result.metrics;
-        metrics.insert(format!("{stem}_packets"), link.offered_packets as f64);
-        metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
-    }
+    let links = link_reports(&sim, &built, scenario);
+    let mut result = TrialResult::new(variant, trial, seed, &sim, outcome, links);
     collect(&sim, &built, scenario, &mut result);
     for (index, factory) in pacubic {
         let suffix = format!("_{}", slug(&scenario.flows[index].name));

@@ -55,6 +55,47 @@ pub struct TrialResult {
     pub series: BTreeMap<String, Vec<f64>>,
 }
 
+impl TrialResult {
+    /// A finished simulation's result before the workload's metrics: its
+    /// stop, its events and each link's counters, also as
+    /// `link_<hop>_<direction>_packets` and `_bytes` metrics (what each link
+    /// carried, for overhead comparisons like Sidekick's Figure 7).
+    pub(crate) fn new(
+        variant: &str,
+        trial: u32,
+        seed: netsim::Seed,
+        sim: &Simulator,
+        outcome: netsim::RunOutcome,
+        links: Vec<LinkReport>,
+    ) -> TrialResult {
+        let mut metrics = BTreeMap::new();
+        for link in &links {
+            let stem = format!("link_{}", link.link.replace('/', "_"));
+            metrics.insert(format!("{stem}_packets"), link.offered_packets as f64);
+            metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
+        }
+        TrialResult {
+            variant: variant.to_string(),
+            trial,
+            seed: seed.value(),
+            completed: false,
+            stop: match outcome.reason {
+                StopReason::AllFinished => "finished",
+                StopReason::TimeLimit => "time_limit",
+                StopReason::Idle => "idle",
+            }
+            .to_string(),
+            end_s: outcome.end.as_secs_f64(),
+            events: sim.stats().events,
+            metrics,
+            distributions: BTreeMap::new(),
+            links,
+            errors: Vec::new(),
+            series: BTreeMap::new(),
+        }
+    }
+}
+
 /// One direction of one hop, as a trial file reports it.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub struct LinkReport {
@@ -347,33 +388,8 @@ impl Prepared {
             .add_chain(spec)
             .expect("a chain with one more hop than middle nodes and distinct addresses");
         let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
-        let mut result = TrialResult {
-            variant: variant.to_string(),
-            trial,
-            seed: seed.value(),
-            completed: false,
-            stop: match outcome.reason {
-                StopReason::AllFinished => "finished",
-                StopReason::TimeLimit => "time_limit",
-                StopReason::Idle => "idle",
-            }
-            .to_string(),
-            end_s: outcome.end.as_secs_f64(),
-            events: sim.stats().events,
-            metrics: BTreeMap::new(),
-            distributions: BTreeMap::new(),
-            links: link_reports(&sim, &chain, &scenario.path),
-            errors: Vec::new(),
-            series: BTreeMap::new(),
-        };
-        for link in &result.links {
-            // `link_near_forward_packets`: what the link carried, for
-            // overhead comparisons (Sidekick's Figure 7).
-            let stem = format!("link_{}", link.link.replace('/', "_"));
-            let metrics = &mut result.metrics;
-            metrics.insert(format!("{stem}_packets"), link.offered_packets as f64);
-            metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
-        }
+        let links = link_reports(&sim, &chain, &scenario.path);
+        let mut result = TrialResult::new(variant, trial, seed, &sim, outcome, links);
         collect(&sim, &chain, scenario, &mut result);
         if let Some(factory) = pacubic {
             add_pacubic_metrics(&mut result, &factory, "");
