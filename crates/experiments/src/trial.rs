@@ -466,10 +466,13 @@ pub(crate) fn add_pacubic_metrics(
         format!("pacubic_e2e_cuts{suffix}"),
         stats.e2e_reductions as f64,
     );
-    metrics.insert(
-        format!("pacubic_ratio{suffix}"),
-        f64::from(stats.ratio_ppm) / 1e6,
-    );
+    // r as used by the last quACK-driven cut (none without near losses).
+    if stats.ratio_ppm > 0 {
+        metrics.insert(
+            format!("pacubic_ratio{suffix}"),
+            f64::from(stats.ratio_ppm) / 1e6,
+        );
+    }
     if stats.quacked_bytes > 0 {
         metrics.insert(
             format!("pacubic_quacked_bytes{suffix}"),
