@@ -25,7 +25,6 @@ pub struct SidekickHost<H: Host, F: Field> {
     seed: Seed,
     engine: Option<SidekickSender<F>>,
     signals: Option<Signals>,
-    events: Vec<(Time, SenderEvent)>,
 }
 
 impl<H: Host, F: Field> SidekickHost<H, F> {
@@ -37,7 +36,6 @@ impl<H: Host, F: Field> SidekickHost<H, F> {
             seed,
             engine: None,
             signals: None,
-            events: Vec::new(),
         }
     }
 
@@ -57,17 +55,12 @@ impl<H: Host, F: Field> SidekickHost<H, F> {
         self.engine.as_ref().map(|e| *e.stats()).unwrap_or_default()
     }
 
-    /// Every engine event so far, with its time.
-    pub fn events(&self) -> &[(Time, SenderEvent)] {
-        &self.events
-    }
-
-    fn drain_events(&mut self, now: Time) {
+    /// Hands the engine's events to the controller, if one listens.
+    fn drain_events(&mut self) {
         let Some(engine) = &mut self.engine else {
             return;
         };
         while let Some(event) = engine.poll_event() {
-            self.events.push((now, event));
             if let Some(signals) = &self.signals {
                 signals.lock().expect("signals lock").push_back(event);
             }
@@ -84,7 +77,7 @@ impl<H: Host, F: Field> Host for SidekickHost<H, F> {
         if !taken {
             self.inner.handle_datagram(now, datagram);
         }
-        self.drain_events(now);
+        self.drain_events();
     }
 
     fn handle_timeout(&mut self, now: Time) {
@@ -96,7 +89,7 @@ impl<H: Host, F: Field> Host for SidekickHost<H, F> {
         {
             engine.handle_timeout(now);
         }
-        self.drain_events(now);
+        self.drain_events();
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Datagram> {
