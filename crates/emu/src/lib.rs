@@ -1,0 +1,44 @@
+//! pepkit's real mode: the same engines as the simulator, on real kernels,
+//! sockets and interfaces.
+//!
+//! # What this crate owns
+//!
+//! * **Testbeds** ([`Testbed`]): a chain of network namespaces — client,
+//!   middle nodes, server — joined by veth pairs through one emulator
+//!   namespace, with unique names per run, torn down on drop, on error and
+//!   on Ctrl-C ([`interrupt`]); stale ones from crashed runs are swept.
+//! * **The link emulator** ([`Relay`]): an AF_PACKET bump in the wire that
+//!   runs [`netsim::Link`] — the simulator's link model, the same code —
+//!   in real time, with batched receive and send.
+//! * **Engines on real sockets** ([`HostDriver`]): any [`netsim::Host`]
+//!   (our QUIC endpoints, the media workload, the Sidekick sender engine
+//!   beside them) driven on UDP sockets and the wall clock ([`RealClock`]).
+//! * **Child processes** ([`Process`]): daemons and independent peers in a
+//!   namespace, each under `timeout`, stopped with SIGTERM.
+//! * **System tools** ([`command`]): `ip`, `ethtool`, `sysctl`, `nft`, each
+//!   under a time limit with errors that name the command.
+//!
+//! # What it does not do
+//!
+//! Nothing here is deterministic: real mode measures a real kernel. IPv4
+//! only. `sys` is the one module with `unsafe` code (system calls std does
+//! not wrap).
+
+pub mod command;
+pub mod interrupt;
+
+mod clock;
+mod host_driver;
+pub mod link_check;
+mod process;
+mod relay;
+pub mod sys;
+mod testbed;
+
+pub use clock::RealClock;
+pub use host_driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
+pub use process::{Finished, Process};
+pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
+pub use testbed::{
+    HostThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec, available, sweep_stale,
+};
