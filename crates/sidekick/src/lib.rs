@@ -20,6 +20,6 @@ pub mod sender;
 pub mod wire;
 
 pub use host::{SidekickHost, Signals};
-pub use proxy::{ProxyConfig, ProxyStats, SidekickProxy};
+pub use proxy::{FlowSummary, ProxyConfig, ProxyStats, SidekickProxy};
 pub use sender::{SenderConfig, SenderEvent, SenderStats, SidekickSender};
 pub use wire::{Config, Control, Discovery, Interval, ParseError};

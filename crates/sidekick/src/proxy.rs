@@ -24,6 +24,13 @@
 //! beyond that are forwarded without a reply. Flows expire after
 //! [`ProxyConfig::idle_timeout`] without packets, or after
 //! [`ProxyConfig::unconfigured_timeout`] if the sender never configured them.
+//!
+//! **Inline or beside the path.** In the simulator the proxy sits inline and
+//! forwards every datagram it is handed. On a real router the kernel
+//! forwards and the proxy only sniffs a copy of the transit traffic: with
+//! [`ProxyConfig::forward`] off, [`Middlebox::handle_datagram`] does all of
+//! the engine's work (expiry, replies, quACKs) but never emits the datagram
+//! itself, so everything the proxy transmits is its own.
 
 use crate::wire::{Config, Control, Discovery, Interval};
 use netsim::{Datagram, Interface, Middlebox, Seed, SimRng, Time, Transmit};
@@ -53,11 +60,17 @@ pub struct ProxyConfig {
     pub max_quota: u32,
     /// Replace the power sum with a strawman (for overhead comparisons).
     pub strawman: Option<Scheme>,
+    /// Whether [`Middlebox::handle_datagram`] forwards the datagram it is
+    /// given (inline, as in the simulator). Off for a proxy that sniffs
+    /// copies of traffic the kernel forwards: it then transmits only its
+    /// own replies and quACKs, and [`ProxyStats::forwarded`] stays 0.
+    pub forward: bool,
 }
 
 impl ProxyConfig {
     /// Defaults: 4096 flows, 30 s idle timeout (5 s unconfigured), a window
-    /// of 8 session IDs, quota at most 2^20, the power-sum quACK.
+    /// of 8 session IDs, quota at most 2^20, the power-sum quACK, inline
+    /// (forwarding).
     pub fn new(addr: SocketAddr, seed: Seed) -> ProxyConfig {
         ProxyConfig {
             addr,
@@ -68,12 +81,13 @@ impl ProxyConfig {
             session_window: 8,
             max_quota: 1 << 20,
             strawman: None,
+            forward: true,
         }
     }
 }
 
 /// What the proxy has done, for tests and reports.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ProxyStats {
     /// Sidekick requests seen.
     pub requests: u64,
@@ -96,7 +110,7 @@ pub struct ProxyStats {
     pub quota_exhausted: u64,
     /// Packets whose identifier went into a quACK.
     pub packets_encoded: u64,
-    /// Datagrams forwarded unchanged.
+    /// Datagrams forwarded unchanged (0 unless [`ProxyConfig::forward`]).
     pub forwarded: u64,
     /// Flows forgotten after their idle timeout.
     pub expired: u64,
@@ -104,6 +118,37 @@ pub struct ProxyStats {
 
 /// The base connection's 4-tuple, sender first.
 type FlowKey = (SocketAddr, SocketAddr);
+
+/// One flow of the table as [`SidekickProxy::flows`] reports it (for an
+/// operator's dump; nothing here is needed to run the proxy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowSummary {
+    /// The data sender's address and port.
+    pub sender: SocketAddr,
+    /// The receiver's address and port.
+    pub receiver: SocketAddr,
+    /// The sender's configuration, once it configured the flow: the quACK
+    /// interval, threshold, identifier width and offset, and the quota it
+    /// last granted.
+    pub config: Option<Config>,
+    /// Where quACKs go (the configure message's source), once configured.
+    pub peer: Option<SocketAddr>,
+    /// QuACKs the flow may still receive.
+    pub quota_left: u32,
+    /// The epoch of the last reset applied.
+    pub epoch: u8,
+    /// Packets encoded since the last quACK.
+    pub pending: u32,
+    /// Time since the flow's last packet or control message.
+    pub idle: Duration,
+}
+
+impl FlowSummary {
+    /// Whether the sender configured the flow.
+    pub fn configured(&self) -> bool {
+        self.config.is_some()
+    }
+}
 
 /// The proxy's tables hash with FxHash: fast for addresses and random
 /// session IDs, with a fixed seed, so runs are reproducible (nothing
@@ -260,6 +305,28 @@ impl SidekickProxy {
     /// Flows in the table.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
+    }
+
+    /// Every flow of the table at `now`, sorted by sender then receiver.
+    /// Allocates and sorts: for an operator's occasional dump, not for
+    /// every packet.
+    pub fn flows(&self, now: Time) -> Vec<FlowSummary> {
+        let mut flows: Vec<FlowSummary> = self
+            .flows
+            .iter()
+            .map(|(&(sender, receiver), flow)| FlowSummary {
+                sender,
+                receiver,
+                config: flow.session.as_ref().map(|s| s.config),
+                peer: flow.session.as_ref().map(|s| s.peer),
+                quota_left: flow.quota,
+                epoch: flow.epoch,
+                pending: flow.session.as_ref().map_or(0, |s| s.pending),
+                idle: now.saturating_duration_since(flow.last_active),
+            })
+            .collect();
+        flows.sort_unstable_by_key(|f| (f.sender, f.receiver));
+        flows
     }
 
     /// The engine's own per-packet work for a datagram, without the
@@ -532,7 +599,7 @@ impl Middlebox for SidekickProxy {
             self.sweep(now);
         }
         self.observe(now, &datagram);
-        if datagram.dst != self.config.addr {
+        if self.config.forward && datagram.dst != self.config.addr {
             self.stats.forwarded += 1;
             self.outbox.push_back(Transmit::at(now, datagram));
         }

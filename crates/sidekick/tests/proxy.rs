@@ -324,3 +324,59 @@ fn flows_that_did_not_ask_are_forwarded_and_never_quacked() {
     assert_eq!(h.proxy.stats().packets_encoded, 0);
     assert_eq!(h.proxy.stats().forwarded, 100);
 }
+
+#[test]
+fn without_forwarding_the_proxy_sends_only_its_own_datagrams() {
+    let mut h = Harness::new(|c| c.forward = false);
+    let out = h.send(SENDER, RECEIVER, Discovery::Request { nonce: 7 }.to_bytes());
+    // Only the reply: the kernel forwards the request.
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0].src, out[0].dst), (addr(RECEIVER), addr(SENDER)));
+    let Discovery::Reply { session, .. } = Discovery::parse(&out[0].payload).unwrap() else {
+        panic!("not a reply")
+    };
+    assert!(h.configure(session, Interval::Packets(2), 10).is_empty());
+    assert!(h.packet(1).is_empty());
+    let out = h.packet(2);
+    assert_eq!(quacks(&out).len(), 1, "{out:?}");
+    assert_eq!(out.len(), 1, "only the quACK: {out:?}");
+    // A flow that never asked: nothing at all.
+    assert!(h.send("10.0.0.2:1", RECEIVER, vec![0x40; 40]).is_empty());
+    let stats = h.proxy.stats();
+    assert_eq!((stats.forwarded, stats.quacks, stats.replies), (0, 1, 1));
+}
+
+#[test]
+fn the_flow_table_is_listed_in_key_order() {
+    let mut h = Harness::new(|_| {});
+    // An unconfigured flow from another sender, created first.
+    h.send(
+        "10.0.0.9:1",
+        RECEIVER,
+        Discovery::Request { nonce: 1 }.to_bytes(),
+    );
+    let session = h.discover();
+    h.configure(session, Interval::Packets(4), 100);
+    h.packet(1);
+    h.advance(Duration::from_millis(250));
+    let flows = h.proxy.flows(h.now);
+    assert_eq!(flows.len(), 2);
+    let (first, second) = (&flows[0], &flows[1]);
+    assert_eq!(
+        (first.sender, first.receiver),
+        (addr(SENDER), addr(RECEIVER))
+    );
+    assert!(first.configured());
+    let config = first.config.unwrap();
+    assert_eq!(
+        (config.interval, config.threshold),
+        (Interval::Packets(4), 8)
+    );
+    assert_eq!(first.peer, Some(addr(CONTROL)));
+    // The reply's session only re-arms the initial quota of one.
+    assert_eq!((first.quota_left, first.epoch, first.pending), (1, 0, 1));
+    assert_eq!(first.idle, Duration::from_millis(250));
+    assert_eq!(second.sender, addr("10.0.0.9:1"));
+    assert!(!second.configured());
+    assert_eq!(second.peer, None);
+}
