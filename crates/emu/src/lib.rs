@@ -17,6 +17,11 @@
 //!   namespace, each under `timeout`, stopped with SIGTERM.
 //! * **System tools** ([`command`]): `ip`, `ethtool`, `sysctl`, `nft`, each
 //!   under a time limit with errors that name the command.
+//! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
+//!   sniffing a router's interface while the kernel forwards, with replies
+//!   from a raw socket and quACKs from its control address; [`frame`]
+//!   parses what it sniffs and builds what it spoofs; [`proxy_capacity`]
+//!   measures the packets per second it sustains on one core.
 //!
 //! # What it does not do
 //!
@@ -42,3 +47,8 @@ pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
 pub use testbed::{
     HostThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec, available, sweep_stale,
 };
+pub mod frame;
+pub mod proxy_capacity;
+pub mod sidekick_daemon;
+pub mod tcp_bulk;
+pub mod tcp_pep;

@@ -67,12 +67,16 @@ impl Process {
             }
             None => Command::new("timeout"),
         };
-        // The limit in ms; SIGKILL 2 s after the SIGTERM if it lingers.
+        // SIGKILL 2 s after the SIGTERM if it lingers (`timeout` takes
+        // s/m/h/d suffixes only). `timeout` leads a process group of its
+        // own and passes a SIGTERM both to the command and to that group,
+        // so the command may see it twice: daemons treat a repeated SIGTERM
+        // like the first.
         command
             .args([
                 "-k",
                 "2",
-                &format!("{}ms", limit.as_millis().max(1)),
+                &format!("{:.3}s", limit.as_secs_f64().max(0.001)),
                 program,
             ])
             .args(args.iter().map(AsRef::as_ref))

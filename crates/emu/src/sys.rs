@@ -399,3 +399,22 @@ pub fn send_signal(pid: u32, signal: libc::c_int, group: bool) -> io::Result<()>
     check(unsafe { libc::kill(pid, signal) })?;
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Added for the Sidekick proxy's capacity measurement (`proxy_capacity`).
+// ---------------------------------------------------------------------------
+
+/// The CPU time the calling thread has used (user and system,
+/// `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), with nanosecond resolution.
+pub fn thread_cpu_time() -> io::Result<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec that lives for the call.
+    check(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) })?;
+    Ok(Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    ))
+}

@@ -126,7 +126,13 @@ pub fn available() -> Result<(), String> {
             ));
         }
     }
-    let probe = format!("pk-{}-probe", std::process::id());
+    // A name of its own per call: threads may probe at the same time.
+    static PROBES: AtomicU32 = AtomicU32::new(0);
+    let probe = format!(
+        "pk-{}-probe{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    );
     ip(&["netns", "add", &probe]).map_err(|e| format!("cannot create a network namespace: {e}"))?;
     let _ = ip(&["netns", "del", &probe]);
     Ok(())
