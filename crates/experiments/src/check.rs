@@ -34,6 +34,9 @@ pub struct Check {
     /// The largest value that passes.
     #[serde(default)]
     pub at_most: Option<f64>,
+    /// Only evaluate in this mode (`simulator` or `real`; default both).
+    #[serde(default)]
+    pub mode: Option<crate::scenario::Mode>,
 }
 
 /// A claim with the value this run measured.

@@ -118,7 +118,7 @@ pub(crate) fn run(
         });
     }
     let left = match scenario.middle {
-        Middle::Router => MiddleSpec::forwarder("left"),
+        Middle::Router | Middle::Pep => MiddleSpec::forwarder("left"),
         Middle::Sidekick => sidekick_proxy(scenario, seed),
         Middle::Split => MiddleSpec::with_middlebox("split-proxies", SplitMux::new(splits)),
     };
@@ -128,7 +128,7 @@ pub(crate) fn run(
         .expect("a dumbbell with at least one flow and distinct addresses");
     let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
     let links = link_reports(&sim, &built, scenario);
-    let mut result = TrialResult::new(variant, trial, seed, &sim, outcome, links);
+    let mut result = TrialResult::simulated(variant, trial, seed, &sim, outcome, links);
     collect(&sim, &built, scenario, &mut result);
     for (index, factory) in pacubic {
         let suffix = format!("_{}", slug(&scenario.flows[index].name));

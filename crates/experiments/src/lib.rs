@@ -13,6 +13,7 @@ pub mod check;
 mod flows;
 pub mod plot;
 pub mod progress;
+pub mod real;
 pub mod report;
 pub mod runner;
 pub mod scenario;
@@ -22,7 +23,8 @@ pub mod trial;
 pub mod units;
 
 pub use progress::Progress;
+pub use real::RealOptions;
 pub use runner::{RunOptions, RunResults, run};
-pub use scenario::{Scenario, ScenarioError, ScenarioFile, Variant};
+pub use scenario::{Mode, Scenario, ScenarioError, ScenarioFile, Variant};
 pub use summary::{SCHEMA, Summary, VariantSummary};
 pub use trial::{LinkReport, Prepared, TrialResult};

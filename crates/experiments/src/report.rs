@@ -259,6 +259,12 @@ pub fn table(summary: &Summary) -> String {
 /// `summary.md`: the title, the source, the table and where the rest is.
 pub fn markdown(summary: &Summary) -> String {
     let mut md = format!("# {}\n\n", summary.title);
+    if summary.mode == crate::scenario::Mode::Real {
+        md.push_str(
+            "Real mode: network namespaces joined through the user-space link emulator, \
+             the endpoints on UDP/TCP sockets in real time.\n\n",
+        );
+    }
     if let Some(source) = &summary.source {
         writeln!(md, "Reproduces: {source}.\n").unwrap();
     }
@@ -279,6 +285,81 @@ pub fn markdown(summary: &Summary) -> String {
          each trial's metrics, distributions and link counters are in `trials/`.\n",
     );
     md
+}
+
+/// The gap between the simulator and real mode above which the comparison
+/// asks for an explanation.
+pub const NOTABLE_GAP: f64 = 0.15;
+
+/// The headline metrics of the variants both summaries have, side by side:
+/// simulator median, real median and the relative gap (flagged over
+/// [`NOTABLE_GAP`]).
+pub fn comparison(simulator: &Summary, real: &Summary) -> String {
+    let mut out = String::from(
+        "| variant | metric | simulator: median [p25–p75] | real: median [p25–p75] | real / simulator |\n\
+         |---|---|---|---|---|\n",
+    );
+    let spread = |s: &crate::stats::Spread| {
+        format!("{} [{}–{}]", short(s.median), short(s.p25), short(s.p75))
+    };
+    for sim in &simulator.variants {
+        let Some(live) = real.variants.iter().find(|v| v.name == sim.name) else {
+            continue;
+        };
+        for metric in &simulator.headline {
+            let (Some(a), Some(b)) = (sim.metrics.get(metric), live.metrics.get(metric)) else {
+                continue;
+            };
+            let ratio = b.median / a.median;
+            let flag = if (ratio - 1.0).abs() > NOTABLE_GAP {
+                " ⚠ gap over 15%"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.2}×{flag} |",
+                sim.name,
+                metric_label(metric),
+                spread(a),
+                spread(b),
+                ratio
+            )
+            .unwrap();
+        }
+    }
+    out
+}
+
+/// If both `sim_dir` and `real_dir` hold a `summary.json`, rewrites both
+/// `summary.md` files with a section comparing the two modes and returns
+/// the comparison table; `None` if one of them has not run.
+pub fn compare_modes(sim_dir: &Path, real_dir: &Path) -> std::io::Result<Option<String>> {
+    let read = |dir: &Path| -> std::io::Result<Option<Summary>> {
+        match std::fs::read(dir.join("summary.json")) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(std::io::Error::other),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    let (Some(sim), Some(real)) = (read(sim_dir)?, read(real_dir)?) else {
+        return Ok(None);
+    };
+    let table = comparison(&sim, &real);
+    let section = format!(
+        "\n## Simulator and real mode side by side\n\n\
+         The simulator's results (`{}`) beside real mode's (`{}`, a testbed of \
+         network namespaces with the user-space link emulator). Gaps over 15% are \
+         flagged; docs/real-mode.md explains the known ones.\n\n{table}",
+        sim_dir.display(),
+        real_dir.display()
+    );
+    for (dir, summary) in [(sim_dir, &sim), (real_dir, &real)] {
+        std::fs::write(dir.join("summary.md"), markdown(summary) + &section)?;
+    }
+    Ok(Some(table))
 }
 
 #[cfg(test)]

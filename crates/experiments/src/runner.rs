@@ -1,11 +1,16 @@
-//! Runs every variant × trial of a scenario on a pool of threads.
+//! Runs every variant × trial of a scenario on a pool of threads, or, in
+//! real mode, one after the other on testbeds.
 //!
-//! Each trial is an independent simulation with its own seed, so trials
-//! run in any order on any thread and the results, put back in
-//! (variant, trial) order, are the same for any `--jobs`.
+//! Each simulated trial is an independent simulation with its own seed, so
+//! trials run in any order on any thread and the results, put back in
+//! (variant, trial) order, are the same for any `--jobs`. Real-mode trials
+//! measure the machine, so they run one at a time. Variants that cannot run
+//! in the chosen mode (TCP in the simulator, the split QUIC proxy in real
+//! mode) are skipped and listed with the reason.
 
 use crate::progress::Progress;
-use crate::scenario::{ScenarioError, ScenarioFile};
+use crate::real::RealOptions;
+use crate::scenario::{Mode, ScenarioError, ScenarioFile};
 use crate::summary::{SCHEMA, Summary, VariantSummary, headline_metrics};
 use crate::trial::{Prepared, TrialResult};
 use quic::ControllerRegistry;
@@ -23,6 +28,18 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only the variants whose names contain this text.
     pub only: Option<String>,
+    /// Run in real mode (network namespaces) instead of the simulator.
+    pub real: Option<RealOptions>,
+}
+
+impl RunOptions {
+    /// The mode these options run in.
+    pub fn mode(&self) -> Mode {
+        match self.real {
+            Some(_) => Mode::Real,
+            None => Mode::Simulator,
+        }
+    }
 }
 
 /// The results of a run, before they are written anywhere.
@@ -32,6 +49,8 @@ pub struct RunResults {
     pub summary: Summary,
     /// Every trial, per variant in file order, then by trial index.
     pub trials: Vec<Vec<TrialResult>>,
+    /// Variants not run in this mode, and why.
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Runs `file`'s variants with controllers from `registry`, reporting
@@ -42,11 +61,17 @@ pub fn run(
     options: &RunOptions,
     progress: &mut Progress,
 ) -> Result<RunResults, ScenarioError> {
+    let mode = options.mode();
     let mut variants = Vec::new();
+    let mut skipped = Vec::new();
     for variant in &file.variants {
         if let Some(only) = &options.only
             && !variant.name.contains(only.as_str())
         {
+            continue;
+        }
+        if let Some(reason) = variant.scenario.unsupported_in(mode) {
+            skipped.push((variant.name.clone(), reason.to_string()));
             continue;
         }
         let mut scenario = variant.scenario.clone();
@@ -59,6 +84,22 @@ pub fn run(
         let context = format!("variant \"{}\": ", variant.name);
         let prepared = Prepared::new(&scenario, registry, &file.path, &context)?;
         variants.push((variant, prepared));
+    }
+    if variants.is_empty() && !skipped.is_empty() {
+        return Err(ScenarioError::Field {
+            path: file.path.clone(),
+            context: String::new(),
+            field: "variant".into(),
+            message: format!(
+                "no variant runs in the {} mode: {}",
+                mode.name(),
+                skipped
+                    .iter()
+                    .map(|(name, why)| format!("{name:?}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        });
     }
     if variants.is_empty() {
         return Err(ScenarioError::Field {
@@ -80,10 +121,14 @@ pub fn run(
         .enumerate()
         .flat_map(|(v, (_, prepared))| (0..prepared.scenario().trials).map(move |t| (v, t)))
         .collect();
-    let jobs = options
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, tasks.len());
+    let jobs = match mode {
+        // Real trials measure the machine: one at a time.
+        Mode::Real => 1,
+        Mode::Simulator => options
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, tasks.len()),
+    };
     progress.start(tasks.len(), jobs);
 
     let mut slots: Vec<Vec<Option<TrialResult>>> = variants
@@ -99,7 +144,11 @@ pub fn run(
             scope.spawn(move || {
                 while let Some(&(v, trial)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (variant, prepared) = &variants[v];
-                    if sender.send(prepared.run(&variant.name, trial)).is_err() {
+                    let result = match &options.real {
+                        Some(real) => crate::real::run(prepared, &variant.name, trial, real),
+                        None => prepared.run(&variant.name, trial),
+                    };
+                    if sender.send(result).is_err() {
                         return;
                     }
                 }
@@ -129,6 +178,7 @@ pub fn run(
     let first = variants[0].1.scenario();
     let summary = Summary {
         schema: SCHEMA.to_string(),
+        mode,
         scenario: file.base.name.clone(),
         title: file.base.title.clone(),
         source: file.base.source.clone(),
@@ -150,9 +200,14 @@ pub fn run(
     let checks = file
         .checks
         .iter()
+        .filter(|c| c.mode.is_none_or(|m| m == mode))
         .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
         .map(|check| check.evaluate(&summary))
         .collect();
     let summary = Summary { checks, ..summary };
-    Ok(RunResults { summary, trials })
+    Ok(RunResults {
+        summary,
+        trials,
+        skipped,
+    })
 }

@@ -191,6 +191,42 @@ pub enum Middle {
     /// The Sidekick proxy; the client runs the sidekick sender engine
     /// configured by the `[sidekick]` table.
     Sidekick,
+    /// A split-connection TCP PEP (PEPsal-like, transparent with nft
+    /// tproxy), for `transport = "tcp"`; real mode only.
+    Pep,
+}
+
+/// The transport the endpoints use.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Our QUIC endpoints (noq-proto with rustls).
+    #[default]
+    Quic,
+    /// Linux TCP, with the endpoint's `controller` as the socket's
+    /// congestion control (`TCP_CONGESTION`); real mode only, bulk only.
+    Tcp,
+}
+
+/// Where a trial runs.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// In the deterministic simulator.
+    #[default]
+    Simulator,
+    /// On real kernels and interfaces, in network namespaces.
+    Real,
+}
+
+impl Mode {
+    /// The mode's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Simulator => "simulator",
+            Mode::Real => "real",
+        }
+    }
 }
 
 /// The client's sidekick settings (`[sidekick]`, with `middle = "sidekick"`).
@@ -458,6 +494,9 @@ pub struct Scenario {
     pub sidekick: Option<SidekickSpec>,
     /// The traffic.
     pub workload: Workload,
+    /// QUIC (default) or, in real mode, Linux TCP.
+    #[serde(default)]
+    pub transport: Transport,
     /// Competing flows on a dumbbell instead of one client on a chain
     /// (default: none, a chain).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1009,6 +1048,28 @@ impl Scenario {
                 "only applies with middle = \"split\"".into(),
             );
         }
+        if self.transport == Transport::Tcp {
+            if !matches!(self.workload, Workload::Bulk { .. }) {
+                return fail("transport", "tcp carries the bulk workload only".into());
+            }
+            if !matches!(self.middle, Middle::Router | Middle::Pep) {
+                return fail(
+                    "middle",
+                    "with transport = \"tcp\" the middle is a router or \"pep\"".into(),
+                );
+            }
+            if !self.flows.is_empty() {
+                return fail("flows", "competing flows are QUIC only".into());
+            }
+        } else if self.middle == Middle::Pep {
+            return fail(
+                "middle",
+                "\"pep\" splits TCP connections: set transport = \"tcp\"".into(),
+            );
+        }
+        if self.middle == Middle::Pep && self.path.len() < 2 {
+            return fail("middle", "a PEP needs a node between two hops".into());
+        }
         if self.client.addr == self.server.addr {
             return fail("server.addr", "must differ from client.addr".into());
         }
@@ -1207,6 +1268,26 @@ impl Scenario {
             .as_ref()
             .and_then(|after| self.path.iter().position(|name| name == after))
             .unwrap_or(0)
+    }
+
+    /// Why this scenario cannot run in `mode`, if it cannot.
+    pub fn unsupported_in(&self, mode: Mode) -> Option<&'static str> {
+        match mode {
+            Mode::Simulator if self.transport == Transport::Tcp => {
+                Some("TCP runs in real mode only (pepkit run --real)")
+            }
+            Mode::Simulator => None,
+            Mode::Real if self.middle == Middle::Split => Some(
+                "the split QUIC proxy runs in the simulator only; real mode has the split TCP PEP",
+            ),
+            Mode::Real if !self.flows.is_empty() => {
+                Some("competing flows ([[flows]]) run in the simulator only")
+            }
+            Mode::Real if self.client.addr.is_ipv6() || self.server.addr.is_ipv6() => {
+                Some("real mode is IPv4 only")
+            }
+            Mode::Real => None,
+        }
     }
 
     /// The per-trial seed: the same for trial `i` of every variant, so

@@ -18,6 +18,9 @@ pub const SCHEMA: &str = "pepkit.summary/1";
 pub struct Summary {
     /// Always [`SCHEMA`].
     pub schema: String,
+    /// Where the trials ran: `simulator` or `real`.
+    #[serde(default)]
+    pub mode: crate::scenario::Mode,
     /// The scenario's name.
     pub scenario: String,
     /// Its title.

@@ -6,8 +6,9 @@ use crate::scenario::{
     ScenarioError, SidekickSpec, Strawman, Workload,
 };
 use netsim::{
-    BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, HostSpec, LinkConfig,
-    LinkStats, LossModel, MiddleSpec, Probability, RedConfig, Simulator, StopReason, Time,
+    BufferLimit, CapacityTrace, Chain, ChainSpec, GilbertElliott, HopConfig, Host, HostSpec,
+    LinkConfig, LinkStats, LossModel, MiddleSpec, Probability, RedConfig, Simulator, StopReason,
+    Time,
 };
 use quack::F32;
 use quic::{
@@ -36,11 +37,13 @@ pub struct TrialResult {
     pub seed: u64,
     /// Whether the workload finished before the time limit.
     pub completed: bool,
-    /// Why the simulation stopped: `finished`, `time_limit` or `idle`.
+    /// Why the trial stopped: `finished`, `time_limit`, `idle` (nothing
+    /// left to happen, simulator) or `stopped` (interrupted, real mode).
     pub stop: String,
-    /// Virtual time at the end, seconds.
+    /// Time at the end, seconds (virtual time; wall-clock in real mode).
     pub end_s: f64,
-    /// Simulator events processed (a measure of work, for speed figures).
+    /// Simulator events processed (a measure of work, for speed figures;
+    /// 0 in real mode).
     pub events: u64,
     /// The workload's scalar metrics (see `docs/experiments.md`).
     pub metrics: BTreeMap<String, f64>,
@@ -56,11 +59,8 @@ pub struct TrialResult {
 }
 
 impl TrialResult {
-    /// A finished simulation's result before the workload's metrics: its
-    /// stop, its events and each link's counters, also as
-    /// `link_<hop>_<direction>_packets` and `_bytes` metrics (what each link
-    /// carried, for overhead comparisons like Sidekick's Figure 7).
-    pub(crate) fn new(
+    /// A finished simulation's result (see [`TrialResult::new`]).
+    pub(crate) fn simulated(
         variant: &str,
         trial: u32,
         seed: netsim::Seed,
@@ -68,31 +68,57 @@ impl TrialResult {
         outcome: netsim::RunOutcome,
         links: Vec<LinkReport>,
     ) -> TrialResult {
-        let mut metrics = BTreeMap::new();
-        for link in &links {
-            let stem = format!("link_{}", link.link.replace('/', "_"));
-            metrics.insert(format!("{stem}_packets"), link.offered_packets as f64);
-            metrics.insert(format!("{stem}_bytes"), link.offered_bytes as f64);
-        }
-        TrialResult {
+        let stop = match outcome.reason {
+            StopReason::AllFinished => "finished",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::Idle => "idle",
+        };
+        let events = sim.stats().events;
+        TrialResult::new(variant, trial, seed, stop, outcome.end, events, links)
+    }
+
+    /// A finished trial's result before the workload's metrics: its
+    /// stop, its events and each link's counters, also as
+    /// `link_<hop>_<direction>_packets` and `_bytes` metrics (what each link
+    /// carried, for overhead comparisons like Sidekick's Figure 7).
+    pub(crate) fn new(
+        variant: &str,
+        trial: u32,
+        seed: netsim::Seed,
+        stop: &str,
+        end: Time,
+        events: u64,
+        links: Vec<LinkReport>,
+    ) -> TrialResult {
+        let mut result = TrialResult {
             variant: variant.to_string(),
             trial,
             seed: seed.value(),
             completed: false,
-            stop: match outcome.reason {
-                StopReason::AllFinished => "finished",
-                StopReason::TimeLimit => "time_limit",
-                StopReason::Idle => "idle",
-            }
-            .to_string(),
-            end_s: outcome.end.as_secs_f64(),
-            events: sim.stats().events,
-            metrics,
+            stop: stop.to_string(),
+            end_s: end.as_secs_f64(),
+            events,
+            metrics: BTreeMap::new(),
             distributions: BTreeMap::new(),
-            links,
+            links: Vec::new(),
             errors: Vec::new(),
             series: BTreeMap::new(),
+        };
+        result.add_links(links);
+        result
+    }
+
+    /// Adds the links' counters, also as `link_<hop>_<direction>_packets`
+    /// and `_bytes` metrics.
+    pub(crate) fn add_links(&mut self, links: Vec<LinkReport>) {
+        for link in &links {
+            let stem = format!("link_{}", link.link.replace('/', "_"));
+            self.metrics
+                .insert(format!("{stem}_packets"), link.offered_packets as f64);
+            self.metrics
+                .insert(format!("{stem}_bytes"), link.offered_bytes as f64);
         }
+        self.links.extend(links);
     }
 }
 
@@ -201,9 +227,24 @@ impl Prepared {
                 ));
             }
         }
+        let tcp = scenario.transport == crate::scenario::Transport::Tcp;
         for (field, name) in [
             ("client.controller", Some(&scenario.client.controller)),
             ("server.controller", Some(&scenario.server.controller)),
+        ] {
+            if let Some(name) = name.filter(|_| tcp) {
+                check_tcp_controller(name).map_err(|message| fail(field.to_string(), message))?;
+            }
+        }
+        for (field, name) in [
+            (
+                "client.controller",
+                Some(&scenario.client.controller).filter(|_| !tcp),
+            ),
+            (
+                "server.controller",
+                Some(&scenario.server.controller).filter(|_| !tcp),
+            ),
             ("split_controller", scenario.split_controller.as_ref()),
         ] {
             if let Some(name) = name.filter(|name| *name != PACUBIC) {
@@ -232,22 +273,99 @@ impl Prepared {
         &self.scenario
     }
 
-    /// Runs trial `trial` of variant `variant`.
+    /// The hops' link configurations, client first.
+    pub(crate) fn hops(&self) -> &[HopConfig] {
+        &self.hops
+    }
+
+    /// Runs trial `trial` of variant `variant` in the simulator.
     pub fn run(&self, variant: &str, trial: u32) -> TrialResult {
         let scenario = &self.scenario;
         if !scenario.flows.is_empty() {
             return crate::flows::run(scenario, &self.hops, &self.registry, variant, trial);
         }
         let seed = scenario.trial_seed(trial);
-        let client_addr = scenario.client_addr();
+        let Endpoints {
+            client,
+            server,
+            pacubic,
+        } = self.endpoints(trial);
         let server_addr = scenario.server_addr();
-        let mut quic = QuicConfig::new(seed).with_registry(self.registry.clone());
+        let quic = self.quic_config(trial);
+        let mut spec = ChainSpec::new(client, server);
+        for (index, hop) in self.hops.iter().enumerate() {
+            if index > 0 {
+                let name = format!("middle{index}");
+                let middle =
+                    if index == scenario.middle_index() + 1 && scenario.middle == Middle::Split {
+                        // The client-facing leg sends the server's data, so it
+                        // uses the server's controller; the server-facing leg
+                        // sends the client's.
+                        let back = scenario
+                            .split_controller
+                            .as_ref()
+                            .unwrap_or(&scenario.client.controller);
+                        let front = quic.clone().with_congestion(&scenario.server.controller);
+                        let proxy =
+                            SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
+                                .expect("controllers were checked when the variant was prepared");
+                        MiddleSpec::with_middlebox("split-proxy", proxy)
+                    } else if index == scenario.middle_index() + 1
+                        && scenario.middle == Middle::Sidekick
+                    {
+                        sidekick_proxy(scenario, seed)
+                    } else {
+                        MiddleSpec::forwarder(name)
+                    };
+                spec = spec.middle(middle);
+            }
+            spec = spec.hop(hop.clone());
+        }
+        let mut sim = Simulator::new(seed);
+        let chain = sim
+            .add_chain(spec)
+            .expect("a chain with one more hop than middle nodes and distinct addresses");
+        let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
+        let links = link_reports(&sim, &chain, &scenario.path);
+        let mut result = TrialResult::simulated(variant, trial, seed, &sim, outcome, links);
+        collect(
+            &Simulated {
+                sim: &sim,
+                chain: &chain,
+            },
+            scenario,
+            &mut result,
+        );
+        if let Some(factory) = pacubic {
+            add_pacubic_metrics(&mut result, &factory, "");
+        }
+        result
+    }
+
+    /// The QUIC configuration every endpoint of trial `trial` starts from.
+    fn quic_config(&self, trial: u32) -> QuicConfig {
+        let scenario = &self.scenario;
+        let mut quic =
+            QuicConfig::new(scenario.trial_seed(trial)).with_registry(self.registry.clone());
         if let Some(bytes) = scenario.max_udp_payload {
             quic = quic.with_max_udp_payload(bytes);
         }
         if let Some(interval) = scenario.sample_interval {
             quic = quic.with_sampling(interval.0);
         }
+        quic
+    }
+
+    /// The client and server hosts of trial `trial`, as the workload, the
+    /// controllers and the sidekick make them; the simulator and real mode
+    /// run the same ones.
+    pub(crate) fn endpoints(&self, trial: u32) -> Endpoints {
+        let scenario = &self.scenario;
+        let seed = scenario.trial_seed(trial);
+
+        let client_addr = scenario.client_addr();
+        let server_addr = scenario.server_addr();
+        let quic = self.quic_config(trial);
         let endpoint_quic =
             |endpoint: &Endpoint| endpoint_config(&quic, endpoint, &endpoint.controller);
         let mut client_quic = endpoint_quic(&scenario.client);
@@ -354,48 +472,40 @@ impl Prepared {
                 )
             }
         };
-        let mut spec = ChainSpec::new(client, server);
-        for (index, hop) in self.hops.iter().enumerate() {
-            if index > 0 {
-                let name = format!("middle{index}");
-                let middle =
-                    if index == scenario.middle_index() + 1 && scenario.middle == Middle::Split {
-                        // The client-facing leg sends the server's data, so it
-                        // uses the server's controller; the server-facing leg
-                        // sends the client's.
-                        let back = scenario
-                            .split_controller
-                            .as_ref()
-                            .unwrap_or(&scenario.client.controller);
-                        let front = quic.clone().with_congestion(&scenario.server.controller);
-                        let proxy =
-                            SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
-                                .expect("controllers were checked when the variant was prepared");
-                        MiddleSpec::with_middlebox("split-proxy", proxy)
-                    } else if index == scenario.middle_index() + 1
-                        && scenario.middle == Middle::Sidekick
-                    {
-                        sidekick_proxy(scenario, seed)
-                    } else {
-                        MiddleSpec::forwarder(name)
-                    };
-                spec = spec.middle(middle);
-            }
-            spec = spec.hop(hop.clone());
+        Endpoints {
+            client,
+            server,
+            pacubic,
         }
-        let mut sim = Simulator::new(seed);
-        let chain = sim
-            .add_chain(spec)
-            .expect("a chain with one more hop than middle nodes and distinct addresses");
-        let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
-        let links = link_reports(&sim, &chain, &scenario.path);
-        let mut result = TrialResult::new(variant, trial, seed, &sim, outcome, links);
-        collect(&sim, &chain, scenario, &mut result);
-        if let Some(factory) = pacubic {
-            add_pacubic_metrics(&mut result, &factory, "");
-        }
-        result
     }
+}
+
+/// Whether Linux offers TCP congestion control `name` (skipped where the
+/// kernel's list cannot be read: the run will say).
+fn check_tcp_controller(name: &str) -> Result<(), String> {
+    let Ok(list) = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    else {
+        return Ok(());
+    };
+    if list.split_whitespace().any(|known| known == name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "TCP congestion control {name:?} is not available in this kernel; it offers {}",
+            list.trim()
+        ))
+    }
+}
+
+/// A trial's two hosts and, for a PACUBIC client, its controller's
+/// factory (for its counters).
+pub(crate) struct Endpoints {
+    /// The client host.
+    pub client: HostSpec,
+    /// The server host.
+    pub server: HostSpec,
+    /// PACUBIC's factory, if the client runs it.
+    pub pacubic: Option<Arc<cc::PacubicFactory>>,
 }
 
 /// An endpoint's QUIC configuration: `controller` and its ACK frequency.
@@ -636,28 +746,57 @@ fn add_distribution(result: &mut TrialResult, name: &str, values: &[Duration]) {
     result.distributions.insert(format!("{name}_ms"), values);
 }
 
-/// Reads the workload's results out of the finished simulation.
-fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut TrialResult) {
+/// Where a finished trial's engines are read from: the simulator's nodes,
+/// or the hosts real mode ran.
+pub(crate) trait Engines {
+    /// The client host, if it is a `T`.
+    fn client<T: Host>(&self) -> Option<&T>;
+    /// The server host, if it is a `T`.
+    fn server<T: Host>(&self) -> Option<&T>;
+    /// The engine on middle node `index` (from 0), if it is a `T`.
+    fn middlebox<T: netsim::Middlebox>(&self, index: usize) -> Option<&T>;
+}
+
+/// A finished simulation's engines.
+struct Simulated<'a> {
+    sim: &'a Simulator,
+    chain: &'a Chain,
+}
+
+impl Engines for Simulated<'_> {
+    fn client<T: Host>(&self) -> Option<&T> {
+        self.sim.host(self.chain.sender)
+    }
+
+    fn server<T: Host>(&self) -> Option<&T> {
+        self.sim.host(self.chain.receiver)
+    }
+
+    fn middlebox<T: netsim::Middlebox>(&self, index: usize) -> Option<&T> {
+        self.sim.middlebox(*self.chain.middles.get(index)?)
+    }
+}
+
+/// Reads the workload's results out of a finished trial.
+pub(crate) fn collect(engines: &impl Engines, scenario: &Scenario, result: &mut TrialResult) {
     match &scenario.workload {
         Workload::Bulk { direction, .. } => {
-            let client = sender_host::<QuicClient<BulkClient>>(sim, chain, scenario, result);
-            let delayed = sim.host::<quic::AckDelay<QuicServer<BulkServerFactory>>>(chain.receiver);
+            let client = sender_host::<QuicClient<BulkClient>>(engines, scenario, result);
+            let delayed = engines.server::<quic::AckDelay<QuicServer<BulkServerFactory>>>();
             // Datagrams the receiver's stack sent that its ACK delay dropped.
             let replaced = delayed.map_or(0, quic::AckDelay::replaced);
             let server = match delayed {
                 Some(delayed) => delayed.inner(),
-                None => sim
-                    .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+                None => engines
+                    .server::<QuicServer<BulkServerFactory>>()
                     .expect("the server host"),
             };
             // The sender whose counters and series describe the transfer:
             // for a split upload, the proxy's server-facing leg, which sends
             // over the far hop (as Sidekick's Figure 9 plots split CUBIC).
             let client_addr = scenario.client_addr();
-            let split = chain
-                .middles
-                .get(scenario.middle_index())
-                .and_then(|&node| sim.middlebox::<SplitProxy>(node))
+            let split = engines
+                .middlebox::<SplitProxy>(scenario.middle_index())
                 .and_then(|proxy| proxy.back_record(client_addr));
             let sender_record = match direction {
                 BulkDirection::Upload => split.or(client.record()),
@@ -688,9 +827,9 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             }
         }
         Workload::Media { .. } => {
-            let sender = sender_host::<MediaSender>(sim, chain, scenario, result);
-            let receiver = sim
-                .host::<MediaReceiver>(chain.receiver)
+            let sender = sender_host::<MediaSender>(engines, scenario, result);
+            let receiver = engines
+                .server::<MediaReceiver>()
                 .expect("the receiver host");
             let summary: DelaySummary = receiver.summary();
             result.completed = receiver.is_complete();
@@ -719,11 +858,11 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             );
         }
         Workload::Rtc { .. } => {
-            let client = sim
-                .host::<QuicClient<RtcReceiver>>(chain.sender)
+            let client = engines
+                .client::<QuicClient<RtcReceiver>>()
                 .expect("the client host");
-            let server = sim
-                .host::<Timed<QuicServer<RtcSenderFactory>>>(chain.receiver)
+            let server = engines
+                .server::<Timed<QuicServer<RtcSenderFactory>>>()
                 .expect("the server host");
             add_sender_counters(result, server.inner().records().next());
             add_errors(result, "client", client.record());
@@ -739,8 +878,8 @@ fn collect(sim: &Simulator, chain: &Chain, scenario: &Scenario, result: &mut Tri
             }
         }
         Workload::ShortFlows { count, .. } => {
-            let client = sim
-                .host::<Timed<QuicClient<ShortFlowsClient>>>(chain.sender)
+            let client = engines
+                .client::<Timed<QuicClient<ShortFlowsClient>>>()
                 .expect("the client host");
             add_errors(result, "client", client.inner().record());
             if let Some(report) = ShortFlowsReport::from_client(client.inner()) {
@@ -778,24 +917,19 @@ pub(crate) fn sidekick_sender_config(spec: &SidekickSpec) -> SenderConfig {
 /// The client host of type `H`, whether or not a sidekick sender engine
 /// sits beside it; records the engine's and the proxy's counters if so.
 fn sender_host<'a, H: netsim::Host>(
-    sim: &'a Simulator,
-    chain: &Chain,
+    engines: &'a impl Engines,
     scenario: &Scenario,
     result: &mut TrialResult,
 ) -> &'a H {
-    let Some(wrapped) = sim.host::<SidekickHost<H, F32>>(chain.sender) else {
-        return sim.host::<H>(chain.sender).expect("the client host");
+    let Some(wrapped) = engines.client::<SidekickHost<H, F32>>() else {
+        return engines.client::<H>().expect("the client host");
     };
     let stats: SenderStats = wrapped.stats();
     let metrics = &mut result.metrics;
     metrics.insert("sidekick_quacks".into(), stats.quacks as f64);
     metrics.insert("sidekick_retransmitted".into(), stats.retransmitted as f64);
     metrics.insert("sidekick_resets".into(), stats.resets as f64);
-    if let Some(proxy) = chain
-        .middles
-        .get(scenario.middle_index())
-        .and_then(|&node| sim.middlebox::<SidekickProxy>(node))
-    {
+    if let Some(proxy) = engines.middlebox::<SidekickProxy>(scenario.middle_index()) {
         metrics.insert("proxy_quacks".into(), proxy.stats().quacks as f64);
     }
     wrapped.inner()

@@ -349,3 +349,45 @@ fn unknown_flow_controllers_fail_before_running() {
     .to_string();
     assert_mentions(&error, &["flows[1].controller", "cubix"]);
 }
+
+#[test]
+fn tcp_and_the_pep_are_checked_and_kept_to_real_mode() {
+    let media = BASE.replace(
+        "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+        "kind = \"media\"",
+    );
+    assert_mentions(
+        &error(&format!("transport = \"tcp\"\n{media}")),
+        &["transport", "bulk"],
+    );
+    assert_mentions(
+        &error(&format!("middle = \"pep\"\n{BASE}")),
+        &["middle", "transport = \"tcp\""],
+    );
+    let tcp = format!("transport = \"tcp\"\nmiddle = \"pep\"\n{BASE}");
+    let file = ScenarioFile::parse(&tcp, PathBuf::from("ok.toml")).unwrap();
+    let scenario = &file.variants[0].scenario;
+    assert!(
+        scenario
+            .unsupported_in(experiments::Mode::Simulator)
+            .is_some()
+    );
+    assert_eq!(scenario.unsupported_in(experiments::Mode::Real), None);
+    let split =
+        ScenarioFile::parse(&format!("middle = \"split\"\n{BASE}"), "ok.toml".into()).unwrap();
+    assert!(
+        split.variants[0]
+            .scenario
+            .unsupported_in(experiments::Mode::Real)
+            .is_some()
+    );
+}
+
+#[test]
+fn a_check_names_a_mode_that_exists() {
+    let text = format!(
+        "{BASE}\n[[check]]\nclaim = \"x\"\nmetric = \"goodput_mbps\"\nvariant = \"t\"\n\
+         at_least = 1.0\nmode = \"reel\"\n"
+    );
+    assert_mentions(&error(&text), &["check[0].mode", "reel"]);
+}

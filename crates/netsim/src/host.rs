@@ -45,3 +45,27 @@ pub trait Host: Any + Send {
     /// that only answer) should return `true` at all times.
     fn is_finished(&self) -> bool;
 }
+
+/// A boxed host is a host: drivers (the simulator, real mode) can run hosts
+/// whose type is only known at run time.
+impl Host for Box<dyn Host> {
+    fn handle_datagram(&mut self, now: Time, datagram: Datagram) {
+        self.as_mut().handle_datagram(now, datagram);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.as_mut().handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Datagram> {
+        self.as_mut().poll_transmit(now)
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.as_mut().poll_timeout()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.as_ref().is_finished()
+    }
+}

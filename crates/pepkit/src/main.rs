@@ -4,8 +4,13 @@
 //! file of its own.
 
 mod bench_quack;
+mod bench_sidekick_proxy;
+mod daemon;
 mod reproduce;
 mod run_scenario;
+mod sidekick_proxy;
+mod tcp_pep;
+mod testbed;
 
 use std::process::ExitCode;
 
@@ -21,12 +26,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a scenario file's variants × trials in the simulator and write
-    /// trial files, summary.json, CSVs, plots and summary.md.
+    /// Run a scenario file's variants × trials in the simulator (or, with
+    /// --real, on a namespace testbed) and write trial files, summary.json,
+    /// CSVs, plots and summary.md.
     Run(run_scenario::Args),
     /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
     /// an index of the results with the paper's claims checked.
     Reproduce(reproduce::Args),
+    /// Run the Sidekick proxy on a real router's interface: answer
+    /// sidekick requests and send quACKs to the senders that asked, while
+    /// the kernel forwards their traffic.
+    SidekickProxy(sidekick_proxy::Args),
+    /// Run the transparent split-connection TCP PEP on a real router
+    /// (nftables tproxy), the papers' "TCP + PEP" baseline.
+    TcpPep(tcp_pep::Args),
+    /// Real-mode testbeds: check the link emulator, bring one up to work
+    /// in, clean up after crashed runs.
+    Testbed {
+        #[command(subcommand)]
+        command: testbed::Command,
+    },
     /// Measure the speed of pepkit's hot paths on this machine.
     Bench {
         #[command(subcommand)]
@@ -38,6 +57,9 @@ enum Command {
 enum BenchTarget {
     /// Power-sum quACK encode (ns per packet) and decode (µs per quACK).
     Quack(bench_quack::Args),
+    /// Packets per second the Sidekick proxy daemon sustains on one core,
+    /// against its capture loop alone (needs root: builds two namespaces).
+    SidekickProxy(bench_sidekick_proxy::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,8 +67,14 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => run_scenario::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::SidekickProxy(args) => sidekick_proxy::run(&args),
+        Command::TcpPep(args) => tcp_pep::run(&args),
+        Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),
         } => bench_quack::run(&args),
+        Command::Bench {
+            target: BenchTarget::SidekickProxy(args),
+        } => bench_sidekick_proxy::run(&args),
     }
 }

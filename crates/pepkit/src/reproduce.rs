@@ -61,6 +61,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         trials: args.common.trials,
         jobs: args.common.jobs,
         only: None,
+        real: None,
     };
     let mut index = format!("# {}: every scenario, reproduced\n\n", args.paper);
     let (mut held, mut failed) = (0, 0);

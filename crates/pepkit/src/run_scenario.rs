@@ -1,7 +1,8 @@
-//! `pepkit run FILE`: run a scenario's variants × trials and write the
-//! results, then print the summary table.
+//! `pepkit run FILE [--real]`: run a scenario's variants × trials in the
+//! simulator or on a real testbed, write the results, then print the
+//! summary table (and, once both modes have run, the two side by side).
 
-use experiments::{Progress, RunOptions, RunResults, ScenarioFile};
+use experiments::{Mode, Progress, RealOptions, RunOptions, RunResults, ScenarioFile};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -10,9 +11,15 @@ use std::process::ExitCode;
 pub(crate) struct Args {
     /// The scenario file (TOML), e.g. scenarios/sidekick/scenario2.toml.
     file: PathBuf,
-    /// Where to write the results [default: results/<scenario name>].
+    /// Where to write the results [default: results/<scenario name>, and
+    /// its `real/` folder with --real].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run on a real testbed (network namespaces joined through the user-space
+    /// link emulator; needs root) instead of the simulator. Trials run one at
+    /// a time in real time.
+    #[arg(long)]
+    real: bool,
     /// Replace the scenario's base seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -45,20 +52,47 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let real = match args.real.then(real_options).transpose() {
+        Ok(real) => real,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
         jobs: args.common.jobs,
         only: args.only.clone(),
+        real,
     };
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&file.base.name));
-    match run_and_write(&file, &options, args.common.quiet, &out) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(code) => code,
+    let base = PathBuf::from("results").join(&file.base.name);
+    let out = args.out.clone().unwrap_or_else(|| match options.mode() {
+        Mode::Simulator => base.clone(),
+        Mode::Real => base.join("real"),
+    });
+    if let Err(code) = run_and_write(&file, &options, args.common.quiet, &out) {
+        return code;
     }
+    // With the default layout, put the two modes side by side once both ran.
+    if args.out.is_none() {
+        match experiments::report::compare_modes(&base, &base.join("real")) {
+            Ok(Some(table)) => println!("simulator and real mode, side by side:\n\n{table}"),
+            Ok(None) => {}
+            Err(error) => eprintln!("warning: comparing with the other mode: {error}"),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Real mode's options: root and namespaces checked up front, and this very
+/// executable for the middle node's daemons.
+fn real_options() -> Result<RealOptions, String> {
+    emu::available().map_err(|reason| format!("real mode {reason}"))?;
+    emu::interrupt::install();
+    let pepkit = std::env::current_exe()
+        .map_err(|e| format!("cannot find the pepkit executable for the daemons: {e}"))?;
+    Ok(RealOptions { pepkit })
 }
 
 /// Runs `file`, writes its results into `out` and prints its table, its
@@ -84,6 +118,15 @@ pub(crate) fn run_and_write(
         ExitCode::FAILURE
     })?;
     println!("{}\n", results.summary.title);
+    for (name, why) in &results.skipped {
+        println!(
+            "skipped {name:?} in the {} mode: {why}",
+            options.mode().name()
+        );
+    }
+    if !results.skipped.is_empty() {
+        println!();
+    }
     println!("{}", experiments::report::table(&results.summary));
     if !results.summary.checks.is_empty() {
         println!("{}", experiments::check::table(&results.summary.checks));
