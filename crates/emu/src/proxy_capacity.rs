@@ -206,21 +206,7 @@ fn build(guard: &mut Namespaces) -> Result<(String, String), CommandError> {
     );
     let (gen_ns, proxy_ns) = (format!("{prefix}-gen"), format!("{prefix}-proxy"));
     for ns in [&gen_ns, &proxy_ns] {
-        ip(&["netns", "add", ns])?;
-        guard.0.push(ns.clone());
-        in_netns(
-            ns,
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-                "net.ipv4.conf.all.rp_filter=0",
-                "net.ipv4.conf.default.rp_filter=0",
-                "net.ipv4.ip_forward=1",
-            ],
-        )?;
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        crate::testbed::add_namespace(ns, &mut guard.0)?;
     }
     ip(&[
         "link",

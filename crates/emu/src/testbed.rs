@@ -138,6 +138,30 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
+/// Creates network namespace `name` the way real mode wants its nodes, and
+/// records it in `made` (for the caller's cleanup) as soon as it exists: no
+/// IPv6 chatter (router solicitations, DAD), no reverse-path filtering (the
+/// sidekick proxy answers from the receiver's address), forwarding on,
+/// loopback up.
+pub(crate) fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), CommandError> {
+    ip(&["netns", "add", name])?;
+    made.push(name.to_string());
+    in_netns(
+        name,
+        "sysctl",
+        &[
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.default.rp_filter=0",
+            "net.ipv4.ip_forward=1",
+        ],
+    )?;
+    ip(&["-n", name, "link", "set", "lo", "up"])?;
+    Ok(())
+}
+
 /// Removes the namespaces of testbeds whose process is gone (after a
 /// crash or SIGKILL). Returns the names removed.
 pub fn sweep_stale() -> Vec<String> {
@@ -272,24 +296,7 @@ impl Testbed {
     }
 
     fn add_netns(&mut self, name: &str) -> Result<(), TestbedError> {
-        ip(&["netns", "add", name])?;
-        self.namespaces.push(name.to_string());
-        // No IPv6 chatter (router solicitations, DAD), no reverse-path
-        // filtering (the sidekick proxy answers from the receiver's
-        // address), forwarding on.
-        in_netns(
-            name,
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-                "net.ipv4.conf.all.rp_filter=0",
-                "net.ipv4.conf.default.rp_filter=0",
-                "net.ipv4.ip_forward=1",
-            ],
-        )?;
-        ip(&["-n", name, "link", "set", "lo", "up"])?;
+        add_namespace(name, &mut self.namespaces)?;
         Ok(())
     }
 

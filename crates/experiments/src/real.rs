@@ -96,6 +96,15 @@ pub(crate) fn run(
     options: &RealOptions,
 ) -> TrialResult {
     let scenario = prepared.scenario();
+    // After Ctrl-C the remaining trials are not started.
+    if emu::interrupt::requested() {
+        return failed(
+            variant,
+            scenario,
+            trial,
+            "interrupted before it started".into(),
+        );
+    }
     match try_run(prepared, variant, trial, options) {
         Ok(result) => result,
         Err(error) => failed(variant, scenario, trial, error),

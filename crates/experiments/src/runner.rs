@@ -91,8 +91,8 @@ pub fn run(
             context: String::new(),
             field: "variant".into(),
             message: format!(
-                "no variant runs in the {} mode: {}",
-                mode.name(),
+                "no variant runs in {}: {}",
+                mode.describe(),
                 skipped
                     .iter()
                     .map(|(name, why)| format!("{name:?}: {why}"))

@@ -220,11 +220,11 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The mode's name in reports.
-    pub fn name(self) -> &'static str {
+    /// The mode in words: "the simulator", "real mode".
+    pub fn describe(self) -> &'static str {
         match self {
-            Mode::Simulator => "simulator",
-            Mode::Real => "real",
+            Mode::Simulator => "the simulator",
+            Mode::Real => "real mode",
         }
     }
 }

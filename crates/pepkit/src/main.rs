@@ -28,7 +28,8 @@ struct Cli {
 enum Command {
     /// Run a scenario file's variants × trials in the simulator (or, with
     /// --real, on a namespace testbed) and write trial files, summary.json,
-    /// CSVs, plots and summary.md.
+    /// CSVs, plots and summary.md. Exits 1 if a claim of the scenario does
+    /// not hold.
     Run(run_scenario::Args),
     /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
     /// an index of the results with the paper's claims checked.

@@ -71,9 +71,10 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         Mode::Simulator => base.clone(),
         Mode::Real => base.join("real"),
     });
-    if let Err(code) = run_and_write(&file, &options, args.common.quiet, &out) {
-        return code;
-    }
+    let results = match run_and_write(&file, &options, args.common.quiet, &out) {
+        Ok(results) => results,
+        Err(code) => return code,
+    };
     // With the default layout, put the two modes side by side once both ran.
     if args.out.is_none() {
         match experiments::report::compare_modes(&base, &base.join("real")) {
@@ -82,7 +83,17 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(error) => eprintln!("warning: comparing with the other mode: {error}"),
         }
     }
-    ExitCode::SUCCESS
+    if emu::interrupt::requested() {
+        eprintln!("interrupted: the results above are of the trials that ran");
+        return ExitCode::from(130);
+    }
+    // A claim of the paper that did not hold is a failed run.
+    if results.summary.checks.iter().all(|check| check.passed) {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("a claim did not hold (see the table above)");
+        ExitCode::FAILURE
+    }
 }
 
 /// Real mode's options: root and namespaces checked up front, and this very
@@ -118,13 +129,22 @@ pub(crate) fn run_and_write(
         ExitCode::FAILURE
     })?;
     println!("{}\n", results.summary.title);
+    // One line per reason: "skipped in the simulator (why): A, B".
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
     for (name, why) in &results.skipped {
+        match reasons.iter_mut().find(|(reason, _)| reason == why) {
+            Some((_, names)) => names.push(name),
+            None => reasons.push((why, vec![name])),
+        }
+    }
+    for (why, names) in &reasons {
         println!(
-            "skipped {name:?} in the {} mode: {why}",
-            options.mode().name()
+            "skipped in {} ({why}): {}",
+            options.mode().describe(),
+            names.join(", ")
         );
     }
-    if !results.skipped.is_empty() {
+    if !reasons.is_empty() {
         println!();
     }
     println!("{}", experiments::report::table(&results.summary));
