@@ -310,20 +310,22 @@ pub fn comparison(simulator: &Summary, real: &Summary) -> String {
             let (Some(a), Some(b)) = (sim.metrics.get(metric), live.metrics.get(metric)) else {
                 continue;
             };
-            let ratio = b.median / a.median;
-            let flag = if (ratio - 1.0).abs() > NOTABLE_GAP {
-                " ⚠ gap over 15%"
-            } else {
-                ""
+            // A ratio to zero says nothing (medians of 0 ms, say).
+            let ratio = match (a.median, b.median) {
+                (x, y) if x == y => "1.00×".to_string(),
+                (x, _) if x == 0.0 => "–".to_string(),
+                (x, y) if (y / x - 1.0).abs() > NOTABLE_GAP => {
+                    format!("{:.2}× ⚠ gap over 15%", y / x)
+                }
+                (x, y) => format!("{:.2}×", y / x),
             };
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {:.2}×{flag} |",
+                "| {} | {} | {} | {} | {ratio} |",
                 sim.name,
                 metric_label(metric),
                 spread(a),
                 spread(b),
-                ratio
             )
             .unwrap();
         }
