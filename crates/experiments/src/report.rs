@@ -313,7 +313,7 @@ pub fn comparison(simulator: &Summary, real: &Summary) -> String {
             // A ratio to zero says nothing (medians of 0 ms, say).
             let ratio = match (a.median, b.median) {
                 (x, y) if x == y => "1.00×".to_string(),
-                (x, _) if x == 0.0 => "–".to_string(),
+                (0.0, _) => "–".to_string(),
                 (x, y) if (y / x - 1.0).abs() > NOTABLE_GAP => {
                     format!("{:.2}× ⚠ gap over 15%", y / x)
                 }
