@@ -39,7 +39,10 @@ fn namespaces_go_with_the_testbed_and_with_a_failed_build() {
     // client, middle0, server and the emulator's namespace.
     assert_eq!(made.len(), 4, "{made:?}");
     let middle = testbed.middle(0).unwrap();
-    assert_eq!(middle.extra, ["10.255.255.1".parse::<std::net::Ipv4Addr>().unwrap()]);
+    assert_eq!(
+        middle.extra,
+        ["10.255.255.1".parse::<std::net::Ipv4Addr>().unwrap()]
+    );
     assert!(testbed.middle(1).is_none());
     drop(testbed);
     assert_eq!(ours(), Vec::<String>::new());
