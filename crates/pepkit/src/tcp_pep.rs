@@ -6,16 +6,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Arguments of `pepkit tcp-pep`.
-///
-/// Run it as root on the router between the TCP senders and receivers. It
-/// installs an nftables `tproxy` ruleset (table `pepkit_pep`) and policy
-/// routing (fwmark 1 → table 100) in the current network namespace so that
-/// every forwarded TCP connection is diverted to it, splits each one in
-/// two — the client's leg ends here, the server's leg starts here from the
-/// client's own address — and relays bytes between them. The rules are
-/// removed on exit. SIGTERM or SIGINT stops it; it then prints its counters
-/// as one JSON line on standard output.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Run it as root on the router between the TCP senders and receivers. It installs an nftables \
+tproxy ruleset (table pepkit_pep) and policy routing (fwmark 1 -> table 100) in the current \
+network namespace, so that every forwarded TCP connection is diverted to it; it splits each one \
+in two (the client's leg ends here, the server's leg starts here from the client's own address \
+and port) and relays the bytes. The rules are removed on exit.\n\
+Signals: SIGTERM or SIGINT stops it; it then prints its counters as one JSON line on stdout.")]
 pub(crate) struct Args {
     /// The local port tproxy diverts connections to.
     #[arg(long, default_value_t = tcp_pep::DEFAULT_PORT)]
