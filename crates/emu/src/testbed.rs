@@ -109,7 +109,7 @@ pub enum TestbedError {
 /// Whether this process can build testbeds; `Err` says why not, in words
 /// a skipped test can print.
 pub fn available() -> Result<(), String> {
-    // SAFETY-free check: root is uid 0 in /proc/self/status.
+    // Root: the effective uid (third field of Uid:) is 0.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let root = status
         .lines()
