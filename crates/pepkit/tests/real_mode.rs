@@ -141,9 +141,10 @@ middle = "pep"
     assert_eq!(median(&summary, "TCP + PEP", "pep_connections"), Some(1.0));
     assert_eq!(median(&summary, "TCP + PEP", "pep_completed"), Some(1.0));
     assert!(median(&summary, "TCP + PEP", "pep_bytes_client_to_server").unwrap() >= 1e6);
-    // The relay's counters: 1% near loss on about a thousand packets.
-    let lost = median(&summary, "QUIC", "link_near_forward_packets").unwrap();
-    assert!(lost > 800.0, "{lost}");
+    // The relay's counters reach the trial: 1 MB in 1200-byte datagrams is
+    // over 800 packets offered to the near hop.
+    let offered = median(&summary, "QUIC", "link_near_forward_packets").unwrap();
+    assert!(offered > 800.0, "{offered}");
 }
 
 #[test]
