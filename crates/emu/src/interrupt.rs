@@ -30,8 +30,3 @@ pub fn install() {
 pub fn requested() -> bool {
     flag().load(Ordering::Relaxed)
 }
-
-/// The flag itself, for loops that take an `AtomicBool`.
-pub fn shared() -> Arc<AtomicBool> {
-    flag().clone()
-}

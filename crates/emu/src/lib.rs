@@ -45,7 +45,8 @@ pub use host_driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use process::{Finished, Process};
 pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
 pub use testbed::{
-    HostThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec, available, sweep_stale,
+    HostRunSpec, HostThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec, available,
+    sweep_stale,
 };
 pub mod frame;
 pub mod proxy_capacity;

@@ -15,7 +15,7 @@
 
 use crate::clock::RealClock;
 use crate::host_driver::RunUntil;
-use crate::testbed::{Testbed, TestbedError, TestbedSpec};
+use crate::testbed::{HostRunSpec, Testbed, TestbedError, TestbedSpec};
 use netsim::testing::{CbrSource, Sink};
 use netsim::{BufferLimit, HopConfig, LinkConfig, LossModel, Probability, Rate, Seed};
 use serde::Serialize;
@@ -147,21 +147,23 @@ fn stream(
     );
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = clock.now() + limit;
+    // The probes are the instruments: their threads wake punctually, like
+    // the relay's, so the check measures the emulator, not the scheduler.
+    let instrument = |until| HostRunSpec {
+        realtime: true,
+        ..HostRunSpec::new(until, deadline, stop.clone())
+    };
     let sink = testbed.run_host(
         testbed.server(),
         Sink::new(),
         vec![dst],
-        RunUntil::Stopped,
-        deadline,
-        stop.clone(),
+        &instrument(RunUntil::Stopped),
     )?;
     let source = testbed.run_host(
         testbed.client(),
         source(src, dst),
         vec![src],
-        RunUntil::Finished,
-        deadline,
-        stop.clone(),
+        &instrument(RunUntil::Finished),
     )?;
     source.join()?;
     stop.store(true, Ordering::Relaxed);

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 /// A running child process.
 pub struct Process {
-    name: String,
     child: Child,
     stdout: Option<JoinHandle<String>>,
     stderr: Option<JoinHandle<String>>,
@@ -45,7 +44,8 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
 
 impl Process {
     /// Starts `program args…` in network namespace `netns` (or the current
-    /// one if `None`), killed by `timeout` after `limit`.
+    /// one if `None`), killed by `timeout` after `limit`; `name` labels its
+    /// errors.
     pub fn spawn<S: AsRef<str>>(
         name: &str,
         netns: Option<&str>,
@@ -84,22 +84,19 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|source| CommandError::Spawn {
-            command: format!("{program} (in {})", netns.unwrap_or("this namespace")),
+            command: format!(
+                "{name}: {program} (in {})",
+                netns.unwrap_or("this namespace")
+            ),
             source,
         })?;
         let stdout = child.stdout.take().map(drain);
         let stderr = child.stderr.take().map(drain);
         Ok(Process {
-            name: name.to_string(),
             child,
             stdout,
             stderr,
         })
-    }
-
-    /// The name it was given.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     /// Whether it has exited.

@@ -529,24 +529,26 @@ impl Testbed {
     }
 
     /// Runs `host` on a thread in `node`'s namespace, its sockets bound to
-    /// `bind`, until `until`, `deadline` passes or `stop` is set.
-    /// Returns once the sockets are bound, so a server is ready for its
-    /// client.
+    /// `bind`, as `run` says. Returns once the sockets are bound, so a
+    /// server is ready for its client.
     pub fn run_host<H: Host>(
         &self,
         node: &Node,
         host: H,
         bind: Vec<SocketAddr>,
-        until: RunUntil,
-        deadline: Time,
-        stop: Arc<AtomicBool>,
+        run: &HostRunSpec,
     ) -> Result<HostThread<H>, TestbedError> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let clock = self.clock;
+        let run = run.clone();
         let handle = self.spawn_in(node, &node.role, move || {
+            if run.realtime {
+                // Best effort: without it the host still runs.
+                let _ = crate::sys::set_realtime(40);
+            }
             let driver = HostDriver::bind(host, &bind);
             let _ = ready_tx.send(driver.as_ref().err().map(|e| e.to_string()));
-            driver?.run(clock, until, deadline, &stop)
+            driver?.run(clock, run.until, run.deadline, &run.stop)
         })?;
         match ready_rx.recv() {
             Ok(None) => Ok(HostThread { handle }),
@@ -566,6 +568,34 @@ impl Testbed {
     }
 }
 
+/// How a host runs on a testbed ([`Testbed::run_host`]).
+#[derive(Clone, Debug)]
+pub struct HostRunSpec {
+    /// When its run ends, besides the deadline and the stop flag.
+    pub until: RunUntil,
+    /// The latest its run ends, on the testbed's clock.
+    pub deadline: Time,
+    /// Ends the run when set.
+    pub stop: Arc<AtomicBool>,
+    /// Run its thread in the `SCHED_FIFO` class, like the relay: for
+    /// measuring instruments (the link check's probes), whose timestamps
+    /// should not wait for the scheduler. Endpoints under study run as
+    /// ordinary threads.
+    pub realtime: bool,
+}
+
+impl HostRunSpec {
+    /// An ordinary thread that runs until `until`, `deadline` or `stop`.
+    pub fn new(until: RunUntil, deadline: Time, stop: Arc<AtomicBool>) -> HostRunSpec {
+        HostRunSpec {
+            until,
+            deadline,
+            stop,
+            realtime: false,
+        }
+    }
+}
+
 /// A host running on its own thread ([`Testbed::run_host`]).
 pub struct HostThread<H> {
     handle: JoinHandle<std::io::Result<std::io::Result<HostRun<H>>>>,
@@ -579,11 +609,6 @@ impl<H> HostThread<H> {
             Ok(Ok(Err(e)) | Err(e)) => Err(e.into()),
             Err(_) => Err(TestbedError::Other("a host thread panicked".into())),
         }
-    }
-
-    /// Whether the host's run has ended.
-    pub fn is_finished(&self) -> bool {
-        self.handle.is_finished()
     }
 }
 

@@ -9,7 +9,7 @@
 //! fails.
 
 use emu::sidekick_daemon::{DaemonError, DaemonStats, SidekickDaemon, SidekickDaemonConfig};
-use emu::{RealClock, RunUntil, Testbed, TestbedSpec};
+use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
 use netsim::testing::{CbrSource, Sink};
 use netsim::{BufferLimit, HopConfig, LinkConfig, Rate, Seed};
 use quic::{MediaConfig, MediaReceiver, MediaSender};
@@ -145,9 +145,7 @@ fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
             testbed.server(),
             MediaReceiver::new(media.clone(), media_dst, media_src),
             vec![media_dst],
-            RunUntil::Stopped,
-            deadline,
-            hosts_stop.clone(),
+            &HostRunSpec::new(RunUntil::Stopped, deadline, hosts_stop.clone()),
         )
         .unwrap();
     let sink = testbed
@@ -155,9 +153,7 @@ fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
             testbed.server(),
             Sink::new(),
             vec![plain_dst],
-            RunUntil::Stopped,
-            deadline,
-            hosts_stop.clone(),
+            &HostRunSpec::new(RunUntil::Stopped, deadline, hosts_stop.clone()),
         )
         .unwrap();
     let plain = testbed
@@ -165,9 +161,7 @@ fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
             testbed.client(),
             CbrSource::new(plain_src, plain_dst, 200, Duration::from_millis(10), 500),
             vec![plain_src],
-            RunUntil::Finished,
-            deadline,
-            hosts_stop.clone(),
+            &HostRunSpec::new(RunUntil::Finished, deadline, hosts_stop.clone()),
         )
         .unwrap();
     let sender = SidekickHost::<_, quack::F32>::new(
@@ -180,9 +174,7 @@ fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
             testbed.client(),
             sender,
             vec![media_src],
-            RunUntil::Finished,
-            deadline,
-            hosts_stop.clone(),
+            &HostRunSpec::new(RunUntil::Finished, deadline, hosts_stop.clone()),
         )
         .unwrap();
     let sender = sender.join().expect("the sender runs");

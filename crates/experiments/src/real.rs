@@ -11,10 +11,10 @@
 
 use crate::scenario::{Middle, Scenario, Strawman, Transport, Workload};
 use crate::trial::{
-    Endpoints, Engines, LinkReport, PACUBIC, Prepared, SIDEKICK_PROXY, TrialResult,
-    add_pacubic_metrics, collect,
+    Endpoints, Engines, LinkReport, Prepared, SIDEKICK_PROXY, TrialResult, add_pacubic_metrics,
+    collect,
 };
-use emu::{Process, RealClock, RunUntil, Testbed, TestbedSpec};
+use emu::{HostRunSpec, Process, RealClock, RunUntil, Testbed, TestbedSpec};
 use netsim::{Host, Time};
 use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr};
@@ -277,9 +277,7 @@ fn run_quic(
             testbed.server(),
             server.host,
             vec![scenario.server_addr()],
-            RunUntil::Stopped,
-            deadline,
-            stop.clone(),
+            &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
         )
         .map_err(|e| format!("server: {e}"))?;
     let client = testbed
@@ -287,9 +285,7 @@ fn run_quic(
             testbed.client(),
             client.host,
             vec![scenario.client_addr()],
-            RunUntil::Finished,
-            deadline,
-            stop.clone(),
+            &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
         )
         .map_err(|e| format!("client: {e}"))?;
     let client = client.join().map_err(|e| format!("client: {e}"));
@@ -310,7 +306,6 @@ fn run_quic(
     };
     collect(&ran, scenario, &mut result);
     if let Some(factory) = pacubic {
-        debug_assert_eq!(scenario.client.controller, PACUBIC);
         add_pacubic_metrics(&mut result, &factory, "");
     }
     let sent_errors = client.stats.send_errors + server.stats.send_errors;
