@@ -15,7 +15,9 @@
 //! offload may hand the wire a partial one that the NIC completes).
 //!
 //! [`ipv4_udp_packet`] builds the reverse: a complete IPv4 + UDP packet
-//! with both checksums, for a raw socket with `IP_HDRINCL`.
+//! with both checksums, for a raw socket with `IP_HDRINCL`, and
+//! [`write_udp_frame`] the same in an Ethernet frame, for a packet socket
+//! (the in-path middlebox driver, [`crate::driver`]).
 
 use bytes::Bytes;
 use netsim::Datagram;
@@ -229,6 +231,50 @@ fn checksum(parts: &[&[u8]]) -> u16 {
 /// a 20-byte header with don't-fragment set, ID 0 (the kernel picks one
 /// for a raw socket), the datagram's TTL, and valid IP and UDP checksums.
 pub fn write_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    out.clear();
+    append_ipv4_udp_packet(datagram, out)
+}
+
+/// Writes an Ethernet II frame carrying `datagram` into `out` (cleared
+/// first): destination and source MAC, EtherType IPv4, then the packet of
+/// [`write_ipv4_udp_packet`] (no padding: the NIC or veth pads short
+/// frames).
+pub fn write_udp_frame(
+    dst_mac: [u8; 6],
+    src_mac: [u8; 6],
+    datagram: &Datagram,
+    out: &mut Vec<u8>,
+) -> Result<(), FrameError> {
+    out.clear();
+    out.extend_from_slice(&dst_mac);
+    out.extend_from_slice(&src_mac);
+    out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    append_ipv4_udp_packet(datagram, out).inspect_err(|_| out.clear())
+}
+
+/// The destination address of an Ethernet frame carrying IPv4 (after at
+/// most two VLAN tags), whatever the protocol; `None` for anything else or
+/// a header too short to hold it. Checks nothing else (see
+/// [`parse_frame`]).
+pub fn ipv4_destination(frame: &[u8]) -> Option<Ipv4Addr> {
+    let mut ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    let mut at = ETHERNET_HEADER;
+    for _ in 0..2 {
+        if ethertype != ETHERTYPE_VLAN && ethertype != ETHERTYPE_QINQ {
+            break;
+        }
+        ethertype = u16::from_be_bytes([*frame.get(at + 2)?, *frame.get(at + 3)?]);
+        at += 4;
+    }
+    if ethertype != ETHERTYPE_IPV4 || frame.get(at)? >> 4 != 4 {
+        return None;
+    }
+    let dst: [u8; 4] = frame.get(at + 16..at + 20)?.try_into().ok()?;
+    Some(Ipv4Addr::from(dst))
+}
+
+/// Appends the packet of [`write_ipv4_udp_packet`] to `out`.
+fn append_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
     let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (datagram.src, datagram.dst) else {
         return Err(FrameError::NotIpv4);
     };
@@ -238,15 +284,16 @@ pub fn write_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(
     }
     let udp_len = (UDP_HEADER + payload.len()) as u16;
     let total = IPV4_HEADER as u16 + udp_len;
-    out.clear();
+    let ip = out.len();
+    let udp = ip + IPV4_HEADER;
     out.reserve(usize::from(total));
     out.extend_from_slice(&[0x45, 0]);
     out.extend_from_slice(&total.to_be_bytes());
     out.extend_from_slice(&[0, 0, 0x40, 0, datagram.ttl, PROTOCOL_UDP, 0, 0]);
     out.extend_from_slice(&src.ip().octets());
     out.extend_from_slice(&dst.ip().octets());
-    let ip_checksum = checksum(&[&out[..IPV4_HEADER]]);
-    out[10..12].copy_from_slice(&ip_checksum.to_be_bytes());
+    let ip_checksum = checksum(&[&out[ip..udp]]);
+    out[ip + 10..ip + 12].copy_from_slice(&ip_checksum.to_be_bytes());
     out.extend_from_slice(&src.port().to_be_bytes());
     out.extend_from_slice(&dst.port().to_be_bytes());
     out.extend_from_slice(&udp_len.to_be_bytes());
@@ -258,11 +305,11 @@ pub fn write_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(
     pseudo[4..8].copy_from_slice(&dst.ip().octets());
     pseudo[9] = PROTOCOL_UDP;
     pseudo[10..12].copy_from_slice(&udp_len.to_be_bytes());
-    let udp_checksum = match checksum(&[&pseudo, &out[IPV4_HEADER..]]) {
+    let udp_checksum = match checksum(&[&pseudo, &out[udp..]]) {
         0 => 0xffff, // 0 means "no checksum" in UDP over IPv4
         sum => sum,
     };
-    out[IPV4_HEADER + 6..IPV4_HEADER + 8].copy_from_slice(&udp_checksum.to_be_bytes());
+    out[udp + 6..udp + 8].copy_from_slice(&udp_checksum.to_be_bytes());
     Ok(())
 }
 
@@ -406,6 +453,47 @@ mod tests {
         assert_eq!(ipv4_udp_packet(&v6), Err(FrameError::NotIpv4));
     }
 
+    #[test]
+    fn a_built_frame_parses_back_and_names_its_destination() {
+        let d = datagram(
+            "10.0.2.10:5000",
+            "10.0.1.10:6000",
+            63,
+            b"through the middle",
+        );
+        let (dst_mac, src_mac) = ([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 0, 8]);
+        let mut frame = vec![1, 2, 3]; // cleared first
+        write_udp_frame(dst_mac, src_mac, &d, &mut frame).unwrap();
+        assert_eq!(&frame[..6], &dst_mac);
+        assert_eq!(&frame[6..12], &src_mac);
+        assert_eq!(&frame[14..], &ipv4_udp_packet(&d).unwrap()[..]);
+        let Frame::Udp(udp) = parse_frame(&frame).unwrap() else {
+            panic!("not UDP")
+        };
+        assert_eq!(udp.to_datagram(), d);
+        assert_eq!(ipv4_destination(&frame), Some("10.0.1.10".parse().unwrap()));
+        // Whatever the protocol, behind a tag; nothing for ARP or scraps.
+        let mut tcp = frame.clone();
+        tcp[14 + 9] = 6;
+        assert_eq!(ipv4_destination(&tcp), Some("10.0.1.10".parse().unwrap()));
+        let mut tagged = ethernet(ETHERTYPE_VLAN, &[0, 42]);
+        tagged.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        tagged.extend_from_slice(&frame[14..]);
+        assert_eq!(
+            ipv4_destination(&tagged),
+            Some("10.0.1.10".parse().unwrap())
+        );
+        assert_eq!(ipv4_destination(&ethernet(0x0806, &[0; 28])), None);
+        assert_eq!(ipv4_destination(&frame[..30]), None);
+        let v6 = datagram("[::1]:1", "[::1]:2", 64, &[]);
+        let mut out = vec![7];
+        assert_eq!(
+            write_udp_frame(dst_mac, src_mac, &v6, &mut out),
+            Err(FrameError::NotIpv4)
+        );
+        assert!(out.is_empty());
+    }
+
     proptest! {
         #[test]
         fn any_datagram_round_trips(
@@ -451,6 +539,7 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = parse_frame(&bytes);
             let _ = parse_ipv4(&bytes);
+            let _ = ipv4_destination(&bytes);
         }
 
         #[test]
