@@ -13,14 +13,19 @@
 //! * **Engines on real sockets** ([`HostDriver`]): any [`netsim::Host`]
 //!   (our QUIC endpoints, the media workload, the Sidekick sender engine
 //!   beside them) driven on UDP sockets and the wall clock ([`RealClock`]).
+//! * **Middleboxes on real interfaces** ([`driver::MiddleDriver`]): any
+//!   [`netsim::Middlebox`] on a middle node, in the path (the driver
+//!   forwards, with `AF_PACKET` sockets) or beside it (the kernel forwards,
+//!   the driver sniffs), handed back when it stops
+//!   ([`Testbed::run_middlebox`]).
 //! * **Child processes** ([`Process`]): daemons and independent peers in a
 //!   namespace, each under `timeout`, stopped with SIGTERM.
 //! * **System tools** ([`command`]): `ip`, `ethtool`, `sysctl`, `nft`, each
 //!   under a time limit with errors that name the command.
 //! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
-//!   sniffing a router's interface while the kernel forwards, with replies
-//!   from a raw socket and quACKs from its control address; [`frame`]
-//!   parses what it sniffs and builds what it spoofs; [`proxy_capacity`]
+//!   on the middlebox driver beside a router's path, with replies from a
+//!   raw socket and quACKs from its control address; [`frame`] parses what
+//!   the driver receives and builds what it sends; [`proxy_capacity`]
 //!   measures the packets per second it sustains on one core.
 //!
 //! # What it does not do
@@ -33,6 +38,7 @@ pub mod command;
 pub mod interrupt;
 
 mod clock;
+pub mod driver;
 mod host_driver;
 pub mod link_check;
 mod process;
@@ -45,8 +51,8 @@ pub use host_driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use process::{Finished, Process};
 pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
 pub use testbed::{
-    HostRunSpec, HostThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec, available,
-    sweep_stale,
+    HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec,
+    available, sweep_stale,
 };
 pub mod frame;
 pub mod proxy_capacity;

@@ -61,7 +61,7 @@ pub struct Lateness {
 }
 
 impl Lateness {
-    fn record(&mut self, late: Duration) {
+    pub(crate) fn record(&mut self, late: Duration) {
         self.frames += 1;
         if late > Duration::from_micros(100) {
             self.over_100us += 1;

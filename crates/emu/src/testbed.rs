@@ -25,10 +25,11 @@
 
 use crate::clock::RealClock;
 use crate::command::{self, CommandError, in_netns, ip};
+use crate::driver::{DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleRun, Placement, Routes};
 use crate::host_driver::{HostDriver, HostRun, RunUntil};
 use crate::relay::{Relay, RelayError, RelayHop, RelayReport};
-use netsim::{HopConfig, Host, Seed, Time};
-use std::net::{Ipv4Addr, SocketAddr};
+use netsim::{HopConfig, Host, Middlebox, Seed, Time};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread::JoinHandle;
@@ -61,6 +62,10 @@ pub struct NodeInterface {
     pub peer: Ipv4Addr,
     /// The hop it is on.
     pub hop: usize,
+    /// Its MAC address.
+    pub mac: [u8; 6],
+    /// The MAC of the node across the hop (pinned as its neighbour entry).
+    pub peer_mac: [u8; 6],
 }
 
 /// One node: a network namespace with its interfaces.
@@ -201,8 +206,13 @@ pub struct Testbed {
 }
 
 /// The MAC of node `node`'s interface on hop `hop` (locally administered).
-fn mac(node: usize, hop: usize) -> String {
-    format!("02:70:6b:00:{node:02x}:{hop:02x}")
+fn mac(node: usize, hop: usize) -> [u8; 6] {
+    [0x02, 0x70, 0x6b, 0x00, node as u8, hop as u8]
+}
+
+/// A MAC as `ip` writes it.
+fn mac_text(mac: [u8; 6]) -> String {
+    mac.map(|b| format!("{b:02x}")).join(":")
 }
 
 impl Testbed {
@@ -258,6 +268,8 @@ impl Testbed {
                     addr: right_end(k - 1),
                     peer: left_end(k - 1),
                     hop: k - 1,
+                    mac: mac(k, k - 1),
+                    peer_mac: mac(k - 1, k - 1),
                 });
             }
             if k < hops {
@@ -266,6 +278,8 @@ impl Testbed {
                     addr: left_end(k),
                     peer: right_end(k),
                     hop: k,
+                    mac: mac(k, k),
+                    peer_mac: mac(k + 1, k),
                 });
             }
             let extra = spec
@@ -318,7 +332,7 @@ impl Testbed {
                     "netns",
                     &node.netns,
                     "address",
-                    &mac(k, iface.hop),
+                    &mac_text(iface.mac),
                     "type",
                     "veth",
                     "peer",
@@ -377,7 +391,6 @@ impl Testbed {
                     "src",
                     &iface.addr.to_string(),
                 ])?;
-                let peer_node = if iface.hop == k { k + 1 } else { k - 1 };
                 ip(&[
                     "-n",
                     netns,
@@ -385,7 +398,7 @@ impl Testbed {
                     "replace",
                     &iface.peer.to_string(),
                     "lladdr",
-                    &mac(peer_node, iface.hop),
+                    &mac_text(iface.peer_mac),
                     "dev",
                     &iface.name,
                     "nud",
@@ -561,6 +574,74 @@ impl Testbed {
         }
     }
 
+    /// The routing table of middle node `middle` as its kernel has it, for
+    /// a middlebox in its path: every address of a node on the client side
+    /// out of interface 0, on the server side out of the last; the node's
+    /// own addresses are local; no default.
+    pub fn routes(&self, middle: usize) -> Option<Routes> {
+        let node = self.middle(middle)?;
+        let k = middle + 1;
+        let last = node.interfaces.len() - 1;
+        let to = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(m, _)| m != k)
+            .flat_map(|(m, other)| {
+                let out = if m < k { 0 } else { last };
+                other.addresses().map(move |addr| (addr, out))
+            })
+            .collect();
+        Some(Routes {
+            to,
+            default: None,
+            local: node.addresses().collect(),
+        })
+    }
+
+    /// Runs `engine` on middle node `middle` ([`MiddleDriver`]), placed as
+    /// `placement` says (for in path, [`Testbed::routes`] gives the
+    /// routes), with UDP sockets bound on `local`, on a thread in the
+    /// node's namespace, until `stop` is set. Returns once its sockets are
+    /// open.
+    pub fn run_middlebox<M: Middlebox>(
+        &self,
+        middle: usize,
+        placement: Placement,
+        local: Vec<SocketAddrV4>,
+        engine: M,
+        stop: Arc<AtomicBool>,
+    ) -> Result<MiddleThread<M>, TestbedError> {
+        let node = self
+            .middle(middle)
+            .ok_or_else(|| TestbedError::Other(format!("no middle node {middle}")))?;
+        let spec = MiddleNodeSpec {
+            interfaces: node
+                .interfaces
+                .iter()
+                .map(|i| DriverInterface::wired(&i.name, i.mac, i.peer_mac))
+                .collect(),
+            placement,
+            local,
+        };
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let clock = self.clock;
+        let handle = self.spawn_in(node, &node.role, move || {
+            let driver = MiddleDriver::open(spec, engine, clock);
+            let _ = ready_tx.send(driver.as_ref().err().map(|e| e.to_string()));
+            driver.map(|driver| driver.run(&stop)).ok()
+        })?;
+        match ready_rx.recv() {
+            Ok(None) => Ok(MiddleThread { handle }),
+            Ok(Some(error)) => Err(TestbedError::Other(format!("{}: {error}", node.role))),
+            Err(_) => Err(TestbedError::Other(format!(
+                "{}: could not enter its namespace: {:?}",
+                node.role,
+                handle.join().ok().and_then(|r| r.err())
+            ))),
+        }
+    }
+
     /// Stops the relay and returns its report (links' counters per hop).
     pub fn stop_relay(&mut self) -> Option<RelayReport> {
         self.relay_stop.store(true, Ordering::Relaxed);
@@ -608,6 +689,25 @@ impl<H> HostThread<H> {
             Ok(Ok(Ok(run))) => Ok(run),
             Ok(Ok(Err(e)) | Err(e)) => Err(e.into()),
             Err(_) => Err(TestbedError::Other("a host thread panicked".into())),
+        }
+    }
+}
+
+/// A middlebox running on its own thread ([`Testbed::run_middlebox`]).
+pub struct MiddleThread<M> {
+    handle: JoinHandle<std::io::Result<Option<MiddleRun<M>>>>,
+}
+
+impl<M> MiddleThread<M> {
+    /// Waits for the run to end (set its stop flag first) and returns the
+    /// engine, the driver's counters and the error that ended it early, if
+    /// any.
+    pub fn join(self) -> Result<MiddleRun<M>, TestbedError> {
+        match self.handle.join() {
+            Ok(Ok(Some(run))) => Ok(run),
+            Ok(Ok(None)) => Err(TestbedError::Other("the middlebox did not open".into())),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(TestbedError::Other("a middlebox thread panicked".into())),
         }
     }
 }
