@@ -1,66 +1,53 @@
 //! The Sidekick proxy as a daemon on a real Linux router
 //! (`pepkit sidekick-proxy`).
 //!
-//! The kernel forwards the traffic; the daemon only watches it. It runs
-//! the simulator's proxy engine ([`sidekick::SidekickProxy`]) with
-//! forwarding off ([`ProxyConfig::forward`]) and feeds it:
+//! The kernel forwards the traffic; the daemon only watches it. It is the
+//! simulator's proxy engine ([`sidekick::SidekickProxy`], forwarding off:
+//! [`ProxyConfig::forward`]) on the generic middlebox driver placed beside
+//! the path ([`crate::driver`], [`Placement::Beside`]), which feeds it:
 //!
 //! * every UDP datagram *arriving* on the interface that faces the data
-//!   senders, sniffed with an `AF_PACKET` socket ([`PacketSocket`], which
-//!   ignores the host's own outgoing frames), parsed by [`crate::frame`];
+//!   senders, sniffed with an `AF_PACKET` socket (which ignores the host's
+//!   own outgoing frames), parsed by [`crate::frame`];
 //! * the control messages (configure, reset), from a UDP socket bound to
-//!   the proxy's control address (their sniffed copies are ignored).
+//!   the proxy's control address (their sniffed copies are skipped);
 //!
 //! and sends what the engine emits: quACKs from the control socket (their
 //! source is the control address), discovery replies — whose source is
 //! the *receiver's* address and port, so they cross NATs like the base
-//! traffic — from a raw IPv4 socket (`IPPROTO_RAW`, i.e. `IP_HDRINCL`),
-//! with the IP and UDP headers built here ([`crate::frame::ipv4_udp_packet`]).
+//! traffic — from a raw IPv4 socket (`IP_HDRINCL`).
 //!
-//! The loop sleeps in `ppoll` on both sockets until the engine's next timer
-//! (nanosecond precision), at most [`MAX_SLEEP`] so that a stop request is
-//! seen; frames are received in batches (`recvmmsg`). Time is a
-//! [`RealClock`] started when the daemon opens. Nothing a peer sends stops
-//! the daemon: frames that do not parse, send failures and the like are
-//! counted in [`DaemonStats`]. Per-flow state is bounded by the engine
-//! (its flow table's size and idle timeouts).
+//! What is the daemon's own: the proxy's settings from the command line,
+//! the flow-table dump ([`SidekickDaemon::dump`], on SIGUSR1), the
+//! periodic and final counters ([`DaemonStats`]: the engine's, the
+//! driver's, the flow table's size). The loop (the driver's) sleeps in
+//! `ppoll` until the engine's next timer, at most [`MAX_SLEEP`] so that a
+//! stop request is seen. Nothing a peer sends stops the daemon: frames
+//! that do not parse, send failures and the like are counted. Per-flow
+//! state is bounded by the engine (its flow table's size and idle
+//! timeouts).
 //!
 //! The sniffed interface should not coalesce UDP (`rx-udp-gro-forwarding`
 //! off, the kernel's default): a coalesced frame holds many datagrams
 //! behind one header, and only the first would be counted.
 
 use crate::clock::RealClock;
-use crate::frame::{Frame, parse_frame, write_ipv4_udp_packet};
-use crate::sys::{PacketSocket, PollFd, RecvBatch, poll};
-use bytes::Bytes;
-use netsim::{Datagram, Interface, Middlebox, Seed, Time};
+use crate::driver::{
+    DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Placement,
+};
+use netsim::{Seed, Time};
 use serde::Serialize;
 use sidekick::wire::Interval;
 use sidekick::{FlowSummary, ProxyConfig, ProxyStats, SidekickProxy};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsFd;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The control port when none is given.
 pub const DEFAULT_PORT: u16 = 1234;
 /// The longest the daemon sleeps without looking at its flags.
-pub const MAX_SLEEP: Duration = Duration::from_millis(50);
-/// Frames received per `recvmmsg` call.
-const BATCH: usize = 64;
-/// Batches handled before the control socket and the timers get a turn.
-const BATCHES_PER_TURN: usize = 16;
-/// The longest frame read whole: a 9216-byte jumbo MTU, an Ethernet header
-/// and two VLAN tags. Longer frames (coalesced TCP) are skipped.
-const MAX_FRAME: usize = 9216 + 22;
-/// The packet socket's receive buffer: ~2 s of 100k small frames.
-const PACKET_BUFFER: usize = 16 << 20;
-/// The control socket's buffers.
-const CONTROL_BUFFER: usize = 4 << 20;
-/// Control datagrams read per turn.
-const CONTROL_PER_TURN: usize = 64;
+pub const MAX_SLEEP: Duration = crate::driver::MAX_SLEEP;
 
 /// How the daemon runs.
 #[derive(Clone, Debug)]
@@ -144,8 +131,8 @@ fn os_seed() -> u64 {
         .value()
 }
 
-/// What the daemon counted: the engine's counters (flattened in JSON) and
-/// the daemon's own.
+/// What the daemon counted: the engine's counters (flattened in JSON), the
+/// driver's, and the flow table's size.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DaemonStats {
     /// The engine's counters.
@@ -153,7 +140,8 @@ pub struct DaemonStats {
     pub proxy: ProxyStats,
     /// Frames read from the interface.
     pub frames: u64,
-    /// UDP datagrams handed to the engine.
+    /// UDP datagrams handed to the engine, sniffed or from the control
+    /// socket.
     pub datagrams: u64,
     /// Frames that are not IPv4/UDP (ARP, TCP, IPv6, fragments).
     pub other_frames: u64,
@@ -161,6 +149,9 @@ pub struct DaemonStats {
     pub malformed_frames: u64,
     /// Frames longer than the daemon reads (skipped).
     pub oversize_frames: u64,
+    /// Sniffed datagrams whose TTL ran out here (the kernel drops them
+    /// too; not handed to the engine).
+    pub ttl_expired: u64,
     /// Sniffed datagrams to the control address (the control socket gets
     /// them; not counted twice).
     pub sniffed_control: u64,
@@ -182,99 +173,58 @@ pub struct DaemonStats {
     pub configured_flows: usize,
 }
 
-/// Why the daemon cannot run.
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    /// Packet and raw sockets need root (`CAP_NET_RAW`).
-    #[error("the sidekick proxy needs root (CAP_NET_RAW) for its packet and raw sockets")]
-    NotRoot,
-    /// No interface of that name in this network namespace.
-    #[error("no interface {0} in this network namespace")]
-    NoInterface(String),
-    /// The control address is not an address of this host.
-    #[error("{0} is not an address of this host (cannot bind the control socket)")]
-    AddrNotLocal(SocketAddrV4),
-    /// Something else about a socket.
-    #[error("{what}: {source}")]
-    Io {
-        /// What the daemon was doing.
-        what: String,
-        /// The error.
-        source: io::Error,
-    },
-}
-
-impl DaemonError {
-    fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
-        let what = what.into();
-        move |source| DaemonError::Io { what, source }
+impl DaemonStats {
+    fn new(driver: &MiddleStats, proxy: &SidekickProxy, now: Time) -> DaemonStats {
+        DaemonStats {
+            proxy: *proxy.stats(),
+            frames: driver.frames,
+            datagrams: driver.datagrams,
+            other_frames: driver.other_frames,
+            malformed_frames: driver.malformed_frames,
+            oversize_frames: driver.oversize_frames,
+            ttl_expired: driver.ttl_expired,
+            sniffed_control: driver.sniffed_local,
+            control_datagrams: driver.local_datagrams,
+            send_errors: driver.send_errors + driver.unroutable,
+            kernel_drops: driver.kernel_drops,
+            interface_errors: driver.interface_errors,
+            turns: driver.turns,
+            flows: proxy.flow_count(),
+            configured_flows: proxy.flows(now).iter().filter(|f| f.configured()).count(),
+        }
     }
 }
 
+/// Why the daemon cannot run: the driver's errors ([`DriverError`]).
+pub type DaemonError = DriverError;
+
 /// The daemon with its sockets open, ready to run.
 pub struct SidekickDaemon {
-    proxy: SidekickProxy,
-    addr: SocketAddr,
-    packets: PacketSocket,
-    control: UdpSocket,
-    raw: Socket,
-    batch: RecvBatch,
-    recv_buf: Vec<u8>,
-    packet_buf: Vec<u8>,
-    clock: RealClock,
-    stats: DaemonStats,
+    driver: MiddleDriver<SidekickProxy>,
+    iface: String,
     stats_every: Option<Duration>,
     next_stats: Time,
-    null: bool,
 }
 
 impl SidekickDaemon {
     /// Opens the sockets in the current network namespace: the packet
-    /// socket on `config.iface`, the control socket on `config.addr`, the
-    /// raw socket. The daemon's clock starts now.
+    /// socket on `config.iface`, the raw socket, the control socket on
+    /// `config.addr`. The daemon's clock starts now.
     pub fn open(config: &SidekickDaemonConfig) -> Result<SidekickDaemon, DaemonError> {
-        let packets =
-            PacketSocket::bind(&config.iface, PACKET_BUFFER).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => DaemonError::NoInterface(config.iface.clone()),
-                io::ErrorKind::PermissionDenied => DaemonError::NotRoot,
-                _ => DaemonError::Io {
-                    what: format!("packet socket on {}", config.iface),
-                    source: e,
-                },
-            })?;
-        let raw = Socket::new(
-            Domain::IPV4,
-            Type::RAW,
-            Some(Protocol::from(libc::IPPROTO_RAW)),
-        )
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::PermissionDenied => DaemonError::NotRoot,
-            _ => DaemonError::Io {
-                what: "raw IPv4 socket".into(),
-                source: e,
-            },
-        })?;
-        raw.set_nonblocking(true)
-            .map_err(DaemonError::io("raw IPv4 socket"))?;
-        let _ = raw.set_send_buffer_size(CONTROL_BUFFER);
-        let control = bind_control(config.addr)?;
-        let clock = RealClock::start();
+        let spec = MiddleNodeSpec {
+            interfaces: vec![DriverInterface::sniffed(&config.iface)],
+            placement: Placement::Beside { sniff: vec![0] },
+            local: vec![config.addr],
+        };
+        let proxy = SidekickProxy::new(config.proxy_config());
+        let driver = MiddleDriver::open(spec, proxy, RealClock::start())?;
         Ok(SidekickDaemon {
-            proxy: SidekickProxy::new(config.proxy_config()),
-            addr: SocketAddr::V4(config.addr),
-            packets,
-            control,
-            raw,
-            batch: RecvBatch::new(BATCH, MAX_FRAME),
-            recv_buf: vec![0; 65_536],
-            packet_buf: Vec::with_capacity(2048),
-            clock,
-            stats: DaemonStats::default(),
+            driver,
+            iface: config.iface.clone(),
             stats_every: config.stats_every,
             next_stats: config
                 .stats_every
                 .map_or(Time::MAX, |every| Time::ZERO + every),
-            null: false,
         })
     }
 
@@ -296,13 +246,10 @@ impl SidekickDaemon {
         Ok(self.stats())
     }
 
-    /// One turn of the loop: run due timers, sleep until the next one (at
-    /// most `max_sleep`) or until a socket is readable, read what arrived
-    /// (a bounded amount), send what the engine emits.
+    /// One turn of the driver's loop ([`MiddleDriver::turn`]), with the
+    /// periodic counters written to `log` when due.
     pub fn turn(&mut self, max_sleep: Duration, log: &mut dyn Write) -> Result<(), DaemonError> {
-        self.stats.turns += 1;
-        let now = self.clock.now();
-        self.run_timers(now);
+        let now = self.driver.clock().now();
         if now >= self.next_stats {
             let _ = writeln!(
                 log,
@@ -311,174 +258,28 @@ impl SidekickDaemon {
             );
             self.next_stats = now + self.stats_every.unwrap_or(Duration::MAX);
         }
-        let wake = self.proxy.poll_timeout().unwrap_or(Time::MAX);
-        let sleep = wake.saturating_duration_since(now).min(max_sleep);
-        let mut fds = [
-            PollFd::readable(self.packets.as_fd()),
-            PollFd::readable(self.control.as_fd()),
-        ];
-        poll(&mut fds, Some(sleep)).map_err(DaemonError::io("poll"))?;
-        // Control first: a configure message usually precedes the packets
-        // that arrive with it.
-        if fds[1].readable {
-            self.read_control()?;
-        }
-        if fds[0].readable {
-            let errors = self.stats.interface_errors;
-            self.read_frames()?;
-            if self.stats.interface_errors > errors {
-                let _ = writeln!(
-                    log,
-                    "sidekick-proxy: {} is down; waiting for it",
-                    self.packets.interface()
-                );
-            }
-        }
-        let now = self.clock.now();
-        self.run_timers(now);
-        Ok(())
-    }
-
-    /// Runs the engine's timers if one is due, and sends what it emits.
-    fn run_timers(&mut self, now: Time) {
-        if self.proxy.poll_timeout().is_some_and(|at| at <= now) {
-            self.proxy.handle_timeout(now);
-        }
-        self.flush(now);
-    }
-
-    /// Reads frames from the interface, in batches, up to
-    /// [`BATCHES_PER_TURN`] of them.
-    fn read_frames(&mut self) -> Result<(), DaemonError> {
-        for _ in 0..BATCHES_PER_TURN {
-            let n = match self.packets.recv_batch(&mut self.batch) {
-                Ok(0) => break,
-                Ok(n) => n,
-                // The interface went down (reported once per event).
-                Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => {
-                    self.stats.interface_errors += 1;
-                    break;
-                }
-                Err(e) => {
-                    return Err(DaemonError::Io {
-                        what: format!("packet socket on {}", self.packets.interface()),
-                        source: e,
-                    });
-                }
-            };
-            let now = self.clock.now();
-            for (frame, len) in self.batch.frames() {
-                self.stats.frames += 1;
-                if len > frame.len() {
-                    self.stats.oversize_frames += 1;
-                    continue;
-                }
-                match parse_frame(frame) {
-                    Ok(Frame::Udp(udp)) => {
-                        if SocketAddr::V4(udp.dst) == self.addr {
-                            self.stats.sniffed_control += 1;
-                        } else {
-                            self.stats.datagrams += 1;
-                            if !self.null {
-                                self.proxy
-                                    .handle_datagram(now, Interface(0), udp.to_datagram());
-                            }
-                        }
-                    }
-                    Ok(Frame::Other(_)) => self.stats.other_frames += 1,
-                    Err(_) => self.stats.malformed_frames += 1,
-                }
-            }
-            self.flush(now);
-            if n < self.batch.capacity() {
-                break;
-            }
+        let errors = self.driver.stats().interface_errors;
+        self.driver.turn(max_sleep)?;
+        if self.driver.stats().interface_errors > errors {
+            let _ = writeln!(
+                log,
+                "sidekick-proxy: {} is down; waiting for it",
+                self.iface
+            );
         }
         Ok(())
-    }
-
-    /// Hands the control socket's datagrams to the engine (a bounded
-    /// number per turn).
-    fn read_control(&mut self) -> Result<(), DaemonError> {
-        for _ in 0..CONTROL_PER_TURN {
-            match self.control.recv_from(&mut self.recv_buf) {
-                Ok((len, src)) => {
-                    self.stats.control_datagrams += 1;
-                    let now = self.clock.now();
-                    let payload = Bytes::copy_from_slice(&self.recv_buf[..len]);
-                    self.proxy.handle_datagram(
-                        now,
-                        Interface(0),
-                        Datagram::new(src, self.addr, payload),
-                    );
-                    self.flush(now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                // Interrupted, or an ICMP error from an earlier quACK
-                // (port unreachable): nothing to read, go on.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted
-                            | io::ErrorKind::ConnectionRefused
-                            | io::ErrorKind::HostUnreachable
-                            | io::ErrorKind::NetworkUnreachable
-                    ) => {}
-                Err(e) => {
-                    return Err(DaemonError::Io {
-                        what: format!("control socket {}", self.addr),
-                        source: e,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Sends everything the engine has to send: from the control socket
-    /// if its source is the control address, else (a reply, from the
-    /// receiver's address) from the raw socket.
-    fn flush(&mut self, now: Time) {
-        while let Some(transmit) = self.proxy.poll_transmit(now) {
-            let datagram = transmit.datagram;
-            let sent = if datagram.src == self.addr {
-                self.control
-                    .send_to(&datagram.payload, datagram.dst)
-                    .map(drop)
-            } else {
-                self.send_raw(&datagram)
-            };
-            if sent.is_err() {
-                self.stats.send_errors += 1;
-            }
-        }
-    }
-
-    fn send_raw(&mut self, datagram: &Datagram) -> io::Result<()> {
-        write_ipv4_udp_packet(datagram, &mut self.packet_buf).map_err(io::Error::other)?;
-        let dst = SockAddr::from(SocketAddr::new(datagram.dst.ip(), 0));
-        self.raw.send_to(&self.packet_buf, &dst).map(drop)
     }
 
     /// The counters now (reads the kernel's drop counter).
     pub fn stats(&mut self) -> DaemonStats {
-        if let Ok(kernel) = self.packets.take_stats() {
-            self.stats.kernel_drops += kernel.drops;
-        }
-        self.stats.proxy = *self.proxy.stats();
-        self.stats.flows = self.proxy.flow_count();
-        self.stats.configured_flows = self
-            .proxy
-            .flows(self.clock.now())
-            .iter()
-            .filter(|f| f.configured())
-            .count();
-        self.stats
+        let driver = self.driver.stats();
+        let now = self.driver.clock().now();
+        DaemonStats::new(&driver, self.driver.engine(), now)
     }
 
     /// The flow table now.
     pub fn flows(&self) -> Vec<FlowSummary> {
-        self.proxy.flows(self.clock.now())
+        self.driver.engine().flows(self.driver.clock().now())
     }
 
     /// Writes the flow table to `log`: a header line, then one line per
@@ -489,7 +290,7 @@ impl SidekickDaemon {
             log,
             "sidekick-proxy: {} flows at {:.3} s",
             flows.len(),
-            self.clock.now().as_secs_f64()
+            self.driver.clock().now().as_secs_f64()
         );
         for flow in &flows {
             let _ = writeln!(log, "{}", flow_line(flow));
@@ -500,12 +301,17 @@ impl SidekickDaemon {
     /// For capacity measurements: with `null` set, frames are received and
     /// parsed but not handed to the engine.
     pub fn set_null(&mut self, null: bool) {
-        self.null = null;
+        self.driver.set_null(null);
     }
 
     /// The daemon's clock.
     pub fn clock(&self) -> RealClock {
-        self.clock
+        self.driver.clock()
+    }
+
+    /// Stops the daemon: the engine, with everything it counted.
+    pub fn into_engine(self) -> SidekickProxy {
+        self.driver.into_parts().0
     }
 }
 
@@ -533,25 +339,6 @@ pub fn flow_line(flow: &FlowSummary) -> String {
         flow.pending,
         flow.idle.as_secs_f64()
     )
-}
-
-fn bind_control(addr: SocketAddrV4) -> Result<UdpSocket, DaemonError> {
-    let what = || format!("control socket {addr}");
-    let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
-        .map_err(|e| DaemonError::io(what())(e))?;
-    let _ = socket.set_recv_buffer_size(CONTROL_BUFFER);
-    let _ = socket.set_send_buffer_size(CONTROL_BUFFER);
-    socket.bind(&SocketAddr::V4(addr).into()).map_err(|e| {
-        if e.kind() == io::ErrorKind::AddrNotAvailable {
-            DaemonError::AddrNotLocal(addr)
-        } else {
-            DaemonError::io(what())(e)
-        }
-    })?;
-    socket
-        .set_nonblocking(true)
-        .map_err(|e| DaemonError::io(what())(e))?;
-    Ok(socket.into())
 }
 
 /// Opens the daemon ([`SidekickDaemon::open`]) and runs it until `stop`
