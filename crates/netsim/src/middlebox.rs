@@ -93,3 +93,23 @@ pub trait Middlebox: Any + Send {
     /// When the middlebox next wants [`Middlebox::handle_timeout`].
     fn poll_timeout(&mut self) -> Option<Time>;
 }
+
+/// A boxed middlebox is a middlebox: drivers (the simulator, real mode)
+/// can run engines whose type is only known at run time.
+impl Middlebox for Box<dyn Middlebox> {
+    fn handle_datagram(&mut self, now: Time, from: Interface, datagram: Datagram) {
+        self.as_mut().handle_datagram(now, from, datagram);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.as_mut().handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        self.as_mut().poll_transmit(now)
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        self.as_mut().poll_timeout()
+    }
+}

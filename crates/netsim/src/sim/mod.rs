@@ -347,6 +347,15 @@ impl Simulator {
         }
     }
 
+    /// The host engine of `node`, whatever its type (`None` for a middle
+    /// node).
+    pub fn host_dyn(&self, node: NodeId) -> Option<&dyn Host> {
+        match &self.nodes.get(node.index())?.role {
+            Role::Host(h) => Some(h.engine.as_ref()),
+            Role::Middle(_) => None,
+        }
+    }
+
     /// The host engine of `node`, mutably, if it is a host of type `T`.
     pub fn host_mut<T: Host>(&mut self, node: NodeId) -> Option<&mut T> {
         match &mut self.nodes.get_mut(node.index())?.role {
@@ -368,6 +377,18 @@ impl Simulator {
                 let any: &dyn Any = engine.as_ref();
                 any.downcast_ref()
             }
+            _ => None,
+        }
+    }
+
+    /// The middlebox of `node`, whatever its type (`None` for a host or a
+    /// plain forwarder).
+    pub fn middlebox_dyn(&self, node: NodeId) -> Option<&dyn Middlebox> {
+        match &self.nodes.get(node.index())?.role {
+            Role::Middle(MiddleSlot {
+                engine: Some(engine),
+                ..
+            }) => Some(engine.as_ref()),
             _ => None,
         }
     }

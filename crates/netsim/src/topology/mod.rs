@@ -120,6 +120,19 @@ impl HostSpec {
         }
     }
 
+    /// A host starting at time zero, from an engine already boxed (drivers
+    /// that pick the engine's type at run time). Unlike [`HostSpec::new`]
+    /// it does not box it again, so [`crate::Simulator::host`] finds the
+    /// engine's own type.
+    pub fn boxed(name: impl Into<String>, addr: IpAddr, host: Box<dyn Host>) -> HostSpec {
+        HostSpec {
+            name: name.into(),
+            addr,
+            start: Time::ZERO,
+            host,
+        }
+    }
+
     /// Starts the host at `start` instead.
     pub fn starting_at(mut self, start: Time) -> HostSpec {
         self.start = start;
@@ -164,6 +177,15 @@ impl MiddleSpec {
             name: name.into(),
             addr: None,
             middlebox: Some(Box::new(middlebox)),
+        }
+    }
+
+    /// A node running a middlebox already boxed (see [`HostSpec::boxed`]).
+    pub fn with_boxed(name: impl Into<String>, middlebox: Box<dyn Middlebox>) -> MiddleSpec {
+        MiddleSpec {
+            name: name.into(),
+            addr: None,
+            middlebox: Some(middlebox),
         }
     }
 
