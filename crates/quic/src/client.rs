@@ -4,7 +4,6 @@
 use crate::app::App;
 use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
-use crate::controllers::UnknownController;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
 use crate::probe::InFlightGauge;
@@ -34,14 +33,9 @@ pub struct QuicClient<A: App> {
 
 impl<A: App> QuicClient<A> {
     /// A client at `local` that will connect to `remote` and run `app`.
-    pub fn new(
-        config: QuicConfig,
-        local: SocketAddr,
-        remote: SocketAddr,
-        app: A,
-    ) -> Result<QuicClient<A>, UnknownController> {
-        let setup = EndpointSetup::new(&config, &format!("quic/{local}"))?;
-        Ok(QuicClient {
+    pub fn new(config: QuicConfig, local: SocketAddr, remote: SocketAddr, app: A) -> QuicClient<A> {
+        let setup = EndpointSetup::new(&config, &format!("quic/{local}"));
+        QuicClient {
             core: Core::new(&setup, local, config.sample_interval),
             setup,
             config,
@@ -49,7 +43,7 @@ impl<A: App> QuicClient<A> {
             pending: Some(app),
             closing: false,
             flushed: false,
-        })
+        }
     }
 
     /// The application (for its results).

@@ -1,7 +1,7 @@
 //! The options of one QUIC endpoint.
 
 use crate::clock::SimClock;
-use crate::controllers::ControllerRegistry;
+use crate::controllers::SharedFactory;
 use crate::keylog::KeyLog;
 use netsim::Seed;
 use std::time::Duration;
@@ -11,14 +11,14 @@ use std::time::Duration;
 /// Every random source of the endpoint derives from `seed` and the
 /// endpoint's own address, so two endpoints in one run draw different
 /// streams and a run repeats exactly.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct QuicConfig {
     /// The scenario seed.
     pub seed: Seed,
-    /// The congestion controller's name in `registry` (default `"cubic"`).
-    pub congestion: String,
-    /// The controllers to choose from (default: [`ControllerRegistry::builtin`]).
-    pub registry: ControllerRegistry,
+    /// Builds each connection's congestion controller (default:
+    /// noq-proto's CUBIC). Controllers are chosen by name one level up, in
+    /// `cc::Controller`; this crate only takes the factory.
+    pub controller: SharedFactory,
     /// Fix the UDP payload at this size and turn path-MTU discovery off
     /// (default: noq-proto's, 1200 bytes growing by discovery up to 1452).
     pub max_udp_payload: Option<u16>,
@@ -47,8 +47,7 @@ impl QuicConfig {
     pub fn new(seed: Seed) -> QuicConfig {
         QuicConfig {
             seed,
-            congestion: "cubic".to_string(),
-            registry: ControllerRegistry::builtin(),
+            controller: std::sync::Arc::new(noq_proto::congestion::CubicConfig::default()),
             max_udp_payload: None,
             ack_frequency: None,
             receive_window: None,
@@ -60,15 +59,9 @@ impl QuicConfig {
         }
     }
 
-    /// Use the congestion controller called `name`.
-    pub fn with_congestion(mut self, name: impl Into<String>) -> QuicConfig {
-        self.congestion = name.into();
-        self
-    }
-
-    /// Choose controllers from `registry`.
-    pub fn with_registry(mut self, registry: ControllerRegistry) -> QuicConfig {
-        self.registry = registry;
+    /// Build each connection's congestion controller with `factory`.
+    pub fn with_controller(mut self, factory: SharedFactory) -> QuicConfig {
+        self.controller = factory;
         self
     }
 
@@ -123,6 +116,18 @@ impl QuicConfig {
     pub fn with_keylog(mut self, keylog: KeyLog) -> QuicConfig {
         self.keylog = Some(keylog);
         self
+    }
+}
+
+impl std::fmt::Debug for QuicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuicConfig")
+            .field("seed", &self.seed)
+            .field("max_udp_payload", &self.max_udp_payload)
+            .field("ack_frequency", &self.ack_frequency)
+            .field("receive_window", &self.receive_window)
+            .field("sample_interval", &self.sample_interval)
+            .finish_non_exhaustive()
     }
 }
 

@@ -17,10 +17,12 @@
 //!   application per accepted connection with an [`AppFactory`]. The
 //!   **bulk** workload ([`BulkClient`], [`BulkServer`], [`BulkReport`]) moves
 //!   N bytes up or down one stream and reports goodput and completion time.
-//! * **Congestion controllers by name.** A [`ControllerRegistry`] maps names
-//!   to `noq_proto` controller factories: `"cubic"`, `"newreno"` and
-//!   `"bbr"` (noq-proto's BBRv3) are built in; later crates register their
-//!   own controllers by implementing [`congestion::ControllerFactory`]
+//! * **Congestion controllers as factories.** Each endpoint builds its
+//!   connections' controllers with the factory in [`QuicConfig::controller`]
+//!   (default: noq-proto's CUBIC). Controllers are chosen *by name* one
+//!   level up, in the `cc` crate's registry (`cc::Controller`), which every
+//!   driver uses; crates with their own controllers implement
+//!   [`congestion::ControllerFactory`]
 //!   (re-exported here, with the per-packet hooks noq-proto adds:
 //!   `on_packet_sent`, `on_packet_lost`, packet numbers on `on_ack`, a
 //!   controller-set pacing rate and `on_spurious_congestion_event`).
@@ -111,10 +113,10 @@
 //! use std::time::Duration;
 //!
 //! let (c, s) = ("10.0.0.1:5000".parse().unwrap(), "10.0.1.1:4433".parse().unwrap());
-//! let config = QuicConfig::new(Seed::new(7)).with_congestion("newreno");
-//! let client = QuicClient::new(config.clone(), c, s, BulkClient::new(Direction::Download, 200_000))
-//!     .unwrap();
-//! let server = QuicServer::new(config, s, BulkServerFactory).unwrap();
+//! let newreno = std::sync::Arc::new(congestion::NewRenoConfig::default());
+//! let config = QuicConfig::new(Seed::new(7)).with_controller(newreno);
+//! let client = QuicClient::new(config.clone(), c, s, BulkClient::new(Direction::Download, 200_000));
+//! let server = QuicServer::new(config, s, BulkServerFactory);
 //! let link = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10));
 //! let spec = ChainSpec::new(HostSpec::new("client", c.ip(), client), HostSpec::new("server", s.ip(), server))
 //!     .hop(HopConfig::symmetric(link));
@@ -161,7 +163,7 @@ pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use client::QuicClient;
 pub use clock::SimClock;
 pub use config::{AckFrequency, QuicConfig};
-pub use controllers::{ControllerRegistry, SharedFactory, UnknownController};
+pub use controllers::SharedFactory;
 pub use keylog::KeyLog;
 pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
@@ -181,10 +183,13 @@ pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
 pub use timed::{AppTimer, AppTimerHost, Timed};
 
 /// The congestion-control interface of the QUIC state machine, for crates
-/// that bring their own controllers.
+/// that bring their own controllers, and noq-proto's own controllers'
+/// factories (`CubicConfig`, `NewRenoConfig`, `Bbr3Config`).
 pub mod congestion {
     pub use noq_proto::RttEstimator;
-    pub use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
+    pub use noq_proto::congestion::{
+        Bbr3Config, Controller, ControllerFactory, ControllerMetrics, CubicConfig, NewRenoConfig,
+    };
 }
 
 /// The ALPN protocol our endpoints negotiate.

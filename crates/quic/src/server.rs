@@ -3,7 +3,6 @@
 
 use crate::app::AppFactory;
 use crate::config::QuicConfig;
-use crate::controllers::UnknownController;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
 use crate::probe::InFlightGauge;
@@ -23,20 +22,16 @@ pub struct QuicServer<F: AppFactory> {
 
 impl<F: AppFactory> QuicServer<F> {
     /// A server at `local` running `factory`'s applications.
-    pub fn new(
-        config: QuicConfig,
-        local: SocketAddr,
-        factory: F,
-    ) -> Result<QuicServer<F>, UnknownController> {
-        let setup = EndpointSetup::new(&config, &format!("quic/{local}"))?;
+    pub fn new(config: QuicConfig, local: SocketAddr, factory: F) -> QuicServer<F> {
+        let setup = EndpointSetup::new(&config, &format!("quic/{local}"));
         let mut core = Core::new(&setup, local, config.sample_interval);
         core.set_server_config(setup.server_config(&config, &InFlightGauge::default()));
-        Ok(QuicServer {
+        QuicServer {
             core,
             setup,
             config,
             factory,
-        })
+        }
     }
 
     /// The applications of the accepted connections, in order of arrival.

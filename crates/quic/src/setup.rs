@@ -6,7 +6,7 @@ use crate::certificate::{PinnedCertVerifier, TestCertificate};
 use crate::cid::{CounterCidGenerator, initial_dcid_provider};
 use crate::clock::{SimClock, VirtualWallClock};
 use crate::config::QuicConfig;
-use crate::controllers::{SharedFactory, UnknownController};
+use crate::controllers::SharedFactory;
 use crate::entropy::{SeededRandom, SeededX25519};
 use crate::keys::{TokenKey, reset_key};
 use crate::probe::{InFlightGauge, ProbedFactory};
@@ -43,11 +43,8 @@ pub(crate) struct EndpointSetup {
 impl EndpointSetup {
     /// The setup of the endpoint called `label` (unique in the run, e.g.
     /// `quic/10.0.0.1:4433`).
-    pub(crate) fn new(
-        config: &QuicConfig,
-        label: &str,
-    ) -> Result<EndpointSetup, UnknownController> {
-        let controller = config.registry.get(&config.congestion)?;
+    pub(crate) fn new(config: &QuicConfig, label: &str) -> EndpointSetup {
+        let controller = config.controller.clone();
         let seed = config.seed;
         let mut endpoint = EndpointConfig::new(reset_key(seed, label));
         let mut rng_seed = [0u8; 32];
@@ -61,7 +58,7 @@ impl EndpointSetup {
         let mut provider = rustls::crypto::ring::default_provider();
         provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));
         provider.kx_groups = vec![SeededX25519::leak(seed, &format!("{label}/tls-kx"))];
-        Ok(EndpointSetup {
+        EndpointSetup {
             endpoint: Arc::new(endpoint),
             controller,
             provider: Arc::new(provider),
@@ -73,7 +70,7 @@ impl EndpointSetup {
             receive_window: config.receive_window,
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
-        })
+        }
     }
 
     /// A transport config for one connection, whose controller feeds `gauge`.

@@ -6,7 +6,6 @@
 use crate::app::{App, AppFactory};
 use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
-use crate::controllers::UnknownController;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
 use crate::probe::InFlightGauge;
@@ -327,17 +326,11 @@ impl SplitProxy {
     /// `front` (its congestion controller sends server → client data), the
     /// server-facing leg `back` (its controller sends client → server
     /// data). Give both the scenario seed.
-    pub fn new(
-        front: QuicConfig,
-        back: QuicConfig,
-        server: SocketAddr,
-    ) -> Result<SplitProxy, UnknownController> {
-        // Check the back controller now rather than at the first client.
-        back.registry.get(&back.congestion)?;
-        let front_setup = EndpointSetup::new(&front, &format!("split/front/{server}"))?;
+    pub fn new(front: QuicConfig, back: QuicConfig, server: SocketAddr) -> SplitProxy {
+        let front_setup = EndpointSetup::new(&front, &format!("split/front/{server}"));
         let mut core = Core::new(&front_setup, server, front.sample_interval);
         core.set_server_config(front_setup.server_config(&front, &InFlightGauge::default()));
-        Ok(SplitProxy {
+        SplitProxy {
             server,
             front: core,
             front_setup,
@@ -350,7 +343,7 @@ impl SplitProxy {
             backs: BTreeMap::new(),
             relays: Vec::new(),
             outbox: VecDeque::new(),
-        })
+        }
     }
 
     /// Bound each relay buffer (per stream and direction) to `bytes`
@@ -412,8 +405,7 @@ impl SplitProxy {
                 lock(&relay).back_closed = true;
                 continue;
             }
-            let setup = EndpointSetup::new(&self.back_config, &format!("split/back/{client}"))
-                .expect("the controller was checked in SplitProxy::new");
+            let setup = EndpointSetup::new(&self.back_config, &format!("split/back/{client}"));
             let mut core = Core::new(&setup, client, self.back_config.sample_interval);
             let gauge = InFlightGauge::default();
             let config = setup.client_config(&self.back_config, &gauge);

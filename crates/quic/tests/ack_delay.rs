@@ -18,14 +18,12 @@ fn upload(min_ack_delay: Option<Duration>) -> (u64, u64) {
         client_addr,
         server_addr,
         BulkClient::new(Direction::Upload, 2_000_000),
-    )
-    .unwrap();
+    );
     let server = QuicServer::new(
         config.with_receive_window(1 << 30),
         server_addr,
         BulkServerFactory,
-    )
-    .unwrap();
+    );
     let server = match min_ack_delay {
         Some(delay) => HostSpec::new("server", server_addr.ip(), AckDelay::new(server, delay)),
         None => HostSpec::new("server", server_addr.ip(), server),

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Scenario, run};
 use netsim::{LossModel, Probability, Rate, StopReason};
-use quic::{AckFrequency, BulkClient, Direction, QuicClient, QuicConfig};
+use quic::{AckFrequency, Direction};
 use std::time::Duration;
 
 const LINK: Rate = Rate::from_mbps(10);
@@ -211,19 +211,4 @@ fn samples_and_keylog() {
         assert_eq!(lines[0], lines[1]);
         assert_eq!(lines[0].split(' ').nth(1).unwrap().len(), 64);
     }
-}
-
-/// An unknown controller name is an error that lists the known ones.
-#[test]
-fn unknown_controller_is_an_error() {
-    let config = QuicConfig::new(netsim::Seed::new(1)).with_congestion("vegas");
-    let err = QuicClient::new(
-        config,
-        "10.0.0.1:1".parse().unwrap(),
-        "10.0.0.2:2".parse().unwrap(),
-        BulkClient::new(Direction::Download, 1),
-    )
-    .err()
-    .expect("vegas is unknown");
-    assert_eq!(err.known, "bbr, cubic, newreno");
 }

@@ -2,7 +2,7 @@
 
 use netsim::*;
 use quic::congestion::{Controller, ControllerFactory};
-use quic::{BulkClient, BulkReport, BulkServerFactory, ControllerRegistry, Direction};
+use quic::{BulkClient, BulkReport, BulkServerFactory, Direction};
 use quic::{QuicClient, QuicConfig, QuicServer};
 use std::any::Any;
 use std::sync::Arc;
@@ -40,12 +40,9 @@ impl ControllerFactory for FixedWindowFactory {
 }
 
 #[test]
-fn registered_controller_is_used() {
-    let mut registry = ControllerRegistry::builtin();
-    registry.register("fixed", Arc::new(FixedWindowFactory));
+fn a_custom_controller_is_used() {
     let config = QuicConfig::new(Seed::new(5))
-        .with_registry(registry)
-        .with_congestion("fixed")
+        .with_controller(Arc::new(FixedWindowFactory))
         .with_sampling(std::time::Duration::from_millis(100));
     let (a, b) = (
         "10.0.0.1:5000".parse().unwrap(),
@@ -56,9 +53,8 @@ fn registered_controller_is_used() {
         a,
         b,
         BulkClient::new(Direction::Download, 500_000),
-    )
-    .unwrap();
-    let server = QuicServer::new(config, b, BulkServerFactory).unwrap();
+    );
+    let server = QuicServer::new(config, b, BulkServerFactory);
     let link = LinkConfig::constant(std::time::Duration::from_millis(10), Rate::from_mbps(10));
     let spec = ChainSpec::new(
         HostSpec::new("c", a.ip(), client),

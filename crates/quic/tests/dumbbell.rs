@@ -1,5 +1,8 @@
 //! Two QUIC flows with different controllers share one bottleneck.
 
+mod common;
+use common::noq;
+
 use netsim::*;
 use quic::*;
 use std::net::SocketAddr;
@@ -15,19 +18,19 @@ fn run(seed: u64) -> Vec<BulkReport> {
     for (i, congestion) in ["cubic", "newreno"].into_iter().enumerate() {
         let server: SocketAddr = format!("10.0.{i}.1:4433").parse().unwrap();
         let client: SocketAddr = format!("10.1.{i}.1:5000").parse().unwrap();
-        let config = QuicConfig::new(Seed::new(seed)).with_congestion(congestion);
+        let config = QuicConfig::new(Seed::new(seed)).with_controller(noq(congestion));
         let bulk = BulkClient::new(Direction::Download, 3_000_000);
         let start = Time::from_secs(i as u64);
         spec = spec.pair(FlowPair {
             sender: HostSpec::new(
                 "server",
                 server.ip(),
-                QuicServer::new(config.clone(), server, BulkServerFactory).unwrap(),
+                QuicServer::new(config.clone(), server, BulkServerFactory),
             ),
             receiver: HostSpec::new(
                 "client",
                 client.ip(),
-                QuicClient::new(config, client, server, bulk).unwrap(),
+                QuicClient::new(config, client, server, bulk),
             )
             .starting_at(start),
             sender_access: HopConfig::symmetric(access.clone()),

@@ -13,8 +13,8 @@ fn run(seed: u64) -> Vec<(String, Vec<u8>)> {
     );
     let config = QuicConfig::new(Seed::new(seed)).with_qlog(qlog.clone());
     let bulk = BulkClient::new(Direction::Download, 100_000);
-    let client = QuicClient::new(config.clone(), c, s, bulk).unwrap();
-    let server = QuicServer::new(config, s, BulkServerFactory).unwrap();
+    let client = QuicClient::new(config.clone(), c, s, bulk);
+    let server = QuicServer::new(config, s, BulkServerFactory);
     let link = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10));
     let spec = ChainSpec::new(
         HostSpec::new("client", c.ip(), client),

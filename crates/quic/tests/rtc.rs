@@ -2,6 +2,9 @@
 //! (client — 10 Mbit/s, 25 ms — router — 10 Mbit/s, 25 ms — server; the
 //! server sends the frames).
 
+mod common;
+use common::noq;
+
 use netsim::*;
 use quic::*;
 use std::net::SocketAddr;
@@ -14,17 +17,19 @@ const HOP_DELAY: Duration = Duration::from_millis(25);
 fn run(loss: Option<f64>) -> (RtcReport, StopReason) {
     let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.1.1:4433".parse().unwrap();
-    let config = QuicConfig::new(Seed::new(1)).with_congestion("cubic");
+    let config = QuicConfig::new(Seed::new(1)).with_controller(noq("cubic"));
     let source = RtcConfig::pemi(10);
     let client = QuicClient::new(
         config.clone(),
         client_addr,
         server_addr,
         RtcReceiver::new(source.frames),
-    )
-    .unwrap();
-    let server =
-        Timed::new(QuicServer::new(config, server_addr, RtcSenderFactory::new(source)).unwrap());
+    );
+    let server = Timed::new(QuicServer::new(
+        config,
+        server_addr,
+        RtcSenderFactory::new(source),
+    ));
     let access =
         LinkConfig::constant(HOP_DELAY, Rate::from_mbps(10)).with_buffer(BufferLimit::Packets(100));
     let mut bottleneck = access.clone();

@@ -1,6 +1,9 @@
 //! Whole runs of the short-flows workload over a netsim chain
 //! (client — 10 Mbit/s, 10 ms — router — 10 Mbit/s, 10 ms — server).
 
+mod common;
+use common::noq;
+
 use netsim::*;
 use quic::*;
 use std::net::SocketAddr;
@@ -18,9 +21,9 @@ fn run<H: Host>(
 ) -> (Option<ShortFlowsReport>, StopReason) {
     let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.1.1:4433".parse().unwrap();
-    let config = QuicConfig::new(Seed::new(seed)).with_congestion("cubic");
+    let config = QuicConfig::new(Seed::new(seed)).with_controller(noq("cubic"));
     let client = client(config.clone(), client_addr, server_addr);
-    let server = QuicServer::new(config, server_addr, ShortFlowsServerFactory).unwrap();
+    let server = QuicServer::new(config, server_addr, ShortFlowsServerFactory);
     let link = LinkConfig::constant(HOP_DELAY, Rate::from_mbps(RATE_MBPS))
         .with_buffer(BufferLimit::Packets(100));
     let spec = ChainSpec::new(
@@ -46,7 +49,7 @@ fn sequential_requests_complete_above_lower_bound() {
     let (report, stop) = run(
         1,
         |config, c, s| {
-            QuicClient::new(config, c, s, ShortFlowsClient::sequential(20, 100, 100_000)).unwrap()
+            QuicClient::new(config, c, s, ShortFlowsClient::sequential(20, 100, 100_000))
         },
         ShortFlowsReport::from_client,
     );
@@ -85,7 +88,7 @@ fn poisson_run(seed: u64) -> ShortFlowsReport {
             let mut rng = Seed::new(seed).rng("short-flows/arrivals");
             let app =
                 ShortFlowsClient::poisson(30, Duration::from_millis(50), &mut rng, 100, 20_000);
-            Timed::new(QuicClient::new(config, c, s, app).unwrap())
+            Timed::new(QuicClient::new(config, c, s, app))
         },
         |host: &Timed<QuicClient<ShortFlowsClient>>| ShortFlowsReport::from_client(host.inner()),
     );

@@ -51,9 +51,8 @@ fn trial(seed: u64, loss: f64) -> Trial {
         client_addr,
         server_addr,
         BulkClient::new(Direction::Upload, BYTES),
-    )
-    .unwrap();
-    let server = QuicServer::new(config, server_addr, BulkServerFactory).unwrap();
+    );
+    let server = QuicServer::new(config, server_addr, BulkServerFactory);
     let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
         .with_buffer(BufferLimit::Packets(100));
     if loss > 0.0 {

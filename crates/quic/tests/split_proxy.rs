@@ -1,6 +1,9 @@
 //! The split-connection QUIC proxy on a Sidekick scenario-2-like chain:
 //! client —[1 ms, 100 Mbit/s, random loss]— proxy —[25 ms, 10 Mbit/s]— server.
 
+mod common;
+use common::noq;
+
 use netsim::*;
 use quic::*;
 use std::net::SocketAddr;
@@ -89,9 +92,8 @@ fn run_with(
         client_addr,
         server_addr,
         BulkClient::new(direction, bytes),
-    )
-    .unwrap();
-    let server = QuicServer::new(config.clone(), server_addr, BulkServerFactory).unwrap();
+    );
+    let server = QuicServer::new(config.clone(), server_addr, BulkServerFactory);
     let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
         .with_buffer(BufferLimit::Packets(100));
     if loss > 0.0 {
@@ -101,8 +103,8 @@ fn run_with(
     let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
         .with_buffer(BufferLimit::Packets(100));
     let middle = if split {
-        let back = config.clone().with_congestion(back_cc);
-        let proxy = SplitProxy::new(config.clone(), back, server_addr).unwrap();
+        let back = config.clone().with_controller(noq(back_cc));
+        let proxy = SplitProxy::new(config.clone(), back, server_addr);
         MiddleSpec::with_middlebox("proxy", proxy)
     } else {
         MiddleSpec::forwarder("router")
@@ -279,21 +281,9 @@ fn split_proxy_sweep() {
     }
 }
 
-/// Each leg takes its own controller by name; an unknown name is an error.
+/// Each leg takes its own controller.
 #[test]
-fn split_proxy_controllers_by_name() {
-    let server: SocketAddr = SERVER.parse().unwrap();
-    let config = QuicConfig::new(Seed::new(1));
-    let proxy = SplitProxy::new(
-        config.clone(),
-        config.clone().with_congestion("newreno"),
-        server,
-    );
-    assert!(proxy.is_ok());
-    let err = SplitProxy::new(config.clone(), config.with_congestion("vegas"), server)
-        .expect_err("vegas is unknown");
-    assert_eq!(err.known, "bbr, cubic, newreno");
-
+fn split_proxy_legs_take_their_own_controllers() {
     let out = run_with(1, Direction::Upload, 2_000_000, 0.01, true, "newreno");
     let report = out.report.expect("completed with a NewReno back leg");
     assert!(report.goodput >= Rate::from_mbps(7), "{report:?}");

@@ -8,6 +8,17 @@ use quic::*;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// noq-proto's controller called `name` (`cubic`, `newreno`, `bbr`).
+pub(crate) fn noq(name: &str) -> SharedFactory {
+    use quic::congestion::{Bbr3Config, CubicConfig, NewRenoConfig};
+    match name {
+        "cubic" => std::sync::Arc::new(CubicConfig::default()),
+        "newreno" => std::sync::Arc::new(NewRenoConfig::default()),
+        "bbr" => std::sync::Arc::new(Bbr3Config::default()),
+        other => panic!("no noq-proto controller {other:?}"),
+    }
+}
+
 /// One scenario's knobs.
 #[derive(Clone, Debug)]
 pub(crate) struct Scenario {
@@ -59,7 +70,7 @@ pub(crate) fn run(s: &Scenario) -> Outcome {
     let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.1.1:4433".parse().unwrap();
     let keylog = KeyLog::new();
-    let mut config = QuicConfig::new(Seed::new(s.seed)).with_congestion(s.congestion);
+    let mut config = QuicConfig::new(Seed::new(s.seed)).with_controller(noq(s.congestion));
     if let Some(interval) = s.sampling {
         config = config.with_sampling(interval);
     }
@@ -75,9 +86,8 @@ pub(crate) fn run(s: &Scenario) -> Outcome {
         client_addr,
         server_addr,
         BulkClient::new(s.direction, s.bytes),
-    )
-    .unwrap();
-    let server = QuicServer::new(config, server_addr, BulkServerFactory).unwrap();
+    );
+    let server = QuicServer::new(config, server_addr, BulkServerFactory);
     // Buffer: 100 packets, about three BDPs (10 Mbit/s × 40 ms = 50 kB).
     let access = LinkConfig::constant(s.delay, Rate::from_mbps(s.rate_mbps))
         .with_buffer(BufferLimit::Packets(100));
