@@ -21,26 +21,27 @@
 //! the current MTU. Time is only ever passed in (`Instant`s from the
 //! endpoint's clock); nothing here reads a clock.
 //!
-//! # Registering
+//! # The registry
+//!
+//! [`Controller`] is the one place controllers are chosen by name, with
+//! their settings (`"cubic"`, `"newreno"`, `"bbr"` from noq-proto;
+//! `"pepkit-cubic"` and `"pacubic"` from this crate). Building one takes a
+//! [`ControllerContext`] (seed, the endpoint's clock, what runs beside the
+//! endpoint):
 //!
 //! ```
-//! use cc::{CubicConfig, PacubicConfig, PacubicFactory};
-//! use quic::{ControllerRegistry, QuicConfig, SimClock};
-//! use std::sync::Arc;
+//! use cc::{Controller, ControllerContext, PacubicSettings};
+//! use quic::{QuicConfig, SimClock};
 //!
 //! let clock = SimClock::new();
-//! let signals = sidekick::Signals::default();
-//! let mut registry = ControllerRegistry::builtin();
-//! registry.register("our-cubic", Arc::new(CubicConfig::default()));
-//! registry.register(
-//!     "pacubic",
-//!     Arc::new(PacubicFactory::new(signals.clone(), PacubicConfig::new(clock))),
-//! );
-//! let config = QuicConfig::new(netsim::Seed::new(1))
-//!     .with_registry(registry)
-//!     .with_congestion("pacubic")
+//! let seed = netsim::Seed::new(1);
+//! let mut context = ControllerContext::new(seed, clock);
+//! context.sidekick = Some(sidekick::Signals::default());
+//! let built = Controller::Pacubic(PacubicSettings::default()).build(&context);
+//! let config = QuicConfig::new(seed)
+//!     .with_controller(built.factory)
 //!     .with_clock(clock);
-//! # let _ = config;
+//! # let _ = (config, built.counters);
 //! ```
 //!
 //! The same `SimClock` must go to the endpoint (`QuicConfig::with_clock`)
@@ -52,7 +53,9 @@
 mod cubic;
 mod pacubic;
 mod ratio;
+mod registry;
 
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
-pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicStats};
+pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
+pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};

@@ -18,8 +18,8 @@ use cc::{CubicConfig, PacubicConfig, PacubicFactory, PacubicStats};
 use netsim::*;
 use quack::F32;
 use quic::{
-    BulkClient, BulkReport, BulkServerFactory, ControllerRegistry, Direction, QuicClient,
-    QuicConfig, QuicServer, SimClock,
+    BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
+    SimClock,
 };
 use sidekick::wire::Interval;
 use sidekick::{ProxyConfig, SenderConfig, SenderStats, SidekickHost, SidekickProxy, Signals};
@@ -94,25 +94,24 @@ fn run(seed: u64, loss: f64, variant: Variant) -> Outcome {
     let mut pacubic = PacubicConfig::new(clock).with_quack_acks(variant.quack_acks);
     pacubic.fixed_ratio = variant.fixed_ratio;
     let factory = Arc::new(PacubicFactory::new(signals.clone(), pacubic));
-    let mut registry = ControllerRegistry::builtin();
-    registry.register("pacubic", factory.clone());
-    registry.register("our-cubic", Arc::new(CubicConfig::default()));
     let base = QuicConfig::new(Seed::new(seed)).with_max_udp_payload(1200);
     // Only the data sender runs PACUBIC: every controller of the factory
     // drains the same queue.
     let client_config = base
         .clone()
-        .with_registry(registry)
-        .with_congestion(variant.cc)
+        .with_controller(match variant.cc {
+            "pacubic" => factory.clone(),
+            "our-cubic" => Arc::new(CubicConfig::default()),
+            _ => Arc::new(quic::congestion::CubicConfig::default()),
+        })
         .with_clock(clock);
     let client = QuicClient::new(
         client_config,
         c,
         s,
         BulkClient::new(Direction::Upload, BYTES),
-    )
-    .unwrap();
-    let server = QuicServer::new(base, s, BulkServerFactory).unwrap();
+    );
+    let server = QuicServer::new(base, s, BulkServerFactory);
 
     let red = |rate| RedConfig::new(260_000, rate).with_adaptive(true);
     let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))

@@ -57,6 +57,9 @@
 //! overestimate by the delay until the next callback), which is what the
 //! recovery rule checks.
 
+mod settings;
+pub use settings::PacubicSettings;
+
 use crate::cubic::{CubicCore, CubicParams, DEFAULT_INITIAL_WINDOW};
 use crate::ratio::PathRatio;
 use quic::SimClock;

@@ -1,0 +1,171 @@
+//! The one registry of congestion controllers: every driver (simulated
+//! and real-mode trials, the split proxy's legs, competing flows) chooses
+//! a controller by name through [`Controller`].
+//!
+//! A scenario names a controller with its settings,
+//! `controller = "cubic"` or `controller = { name = "pacubic", quack_acks =
+//! true }`; the variant carries the settings, validated when the file is
+//! read. Building one ([`Controller::build`]) takes a
+//! [`ControllerContext`]: the seed of the endpoint's randomness, the
+//! endpoint's clock, and the signals something beside the endpoint feeds
+//! the controller (a sidekick's quACK events, later TECC feedback or a
+//! Proteus-H handle). What a controller reads must be provided to it:
+//! [`Controller::requires`] says so at validation time. Its counters come
+//! back through [`Built::counters`].
+//!
+//! Adding a controller is one module (its algorithm and its settings), one
+//! variant here and one arm in each `match` below; the compiler finds
+//! every place that must learn about it.
+
+use netsim::Seed;
+use quic::{SharedFactory, SimClock};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A congestion controller by name, with its settings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Controller {
+    /// noq-proto's CUBIC (the default).
+    #[default]
+    Cubic,
+    /// noq-proto's NewReno.
+    Newreno,
+    /// noq-proto's BBRv3 (its probe randomness comes from the operating
+    /// system, so runs with it do not repeat exactly).
+    Bbr,
+    /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
+    PepkitCubic,
+    /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
+    /// sender engine's quACK events.
+    Pacubic(crate::pacubic::PacubicSettings),
+}
+
+/// Something a controller reads from beside its endpoint; the scenario
+/// must provide it (a middle system that serves the endpoint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The sidekick sender engine's events ([`sidekick::Signals`]).
+    SidekickSignals,
+}
+
+/// What a controller may use when it is built.
+#[derive(Clone, Debug)]
+pub struct ControllerContext {
+    /// Seeds any randomness of the controller (derive labels from it).
+    pub seed: Seed,
+    /// The endpoint's clock (`QuicConfig::with_clock` must get the same).
+    pub clock: SimClock,
+    /// The sidekick sender engine's events, when one runs beside the
+    /// endpoint.
+    pub sidekick: Option<sidekick::Signals>,
+}
+
+impl ControllerContext {
+    /// A context with nothing beside the endpoint.
+    pub fn new(seed: Seed, clock: SimClock) -> ControllerContext {
+        ControllerContext {
+            seed,
+            clock,
+            sidekick: None,
+        }
+    }
+}
+
+/// Counters a controller reports after a run, as `(metric, value)` pairs
+/// named after the controller (`pacubic_quack_cuts`).
+pub trait ControllerCounters: Send + Sync {
+    /// The counters now; absent ones are left out.
+    fn counters(&self) -> Vec<(String, f64)>;
+}
+
+/// A built controller: the factory the QUIC endpoint takes and, for
+/// controllers that count, where to read their counters.
+#[derive(Clone)]
+pub struct Built {
+    /// Builds each connection's controller.
+    pub factory: SharedFactory,
+    /// Its counters, if it keeps any.
+    pub counters: Option<Arc<dyn ControllerCounters>>,
+}
+
+impl Built {
+    fn plain(factory: SharedFactory) -> Built {
+        Built {
+            factory,
+            counters: None,
+        }
+    }
+}
+
+impl Controller {
+    /// The name a scenario gives it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Controller::Cubic => "cubic",
+            Controller::Newreno => "newreno",
+            Controller::Bbr => "bbr",
+            Controller::PepkitCubic => "pepkit-cubic",
+            Controller::Pacubic(_) => "pacubic",
+        }
+    }
+
+    /// What it reads from beside its endpoint, with why, if anything.
+    pub fn requires(&self) -> Option<(Input, &'static str)> {
+        match self {
+            Controller::Cubic | Controller::Newreno | Controller::Bbr | Controller::PepkitCubic => {
+                None
+            }
+            Controller::Pacubic(_) => Some((
+                Input::SidekickSignals,
+                crate::pacubic::PacubicSettings::REQUIRES,
+            )),
+        }
+    }
+
+    /// Builds it for one endpoint.
+    pub fn build(&self, context: &ControllerContext) -> Built {
+        use quic::congestion::{Bbr3Config, CubicConfig, NewRenoConfig};
+        match self {
+            Controller::Cubic => Built::plain(Arc::new(CubicConfig::default())),
+            Controller::Newreno => Built::plain(Arc::new(NewRenoConfig::default())),
+            Controller::Bbr => Built::plain(Arc::new(Bbr3Config::default())),
+            Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
+            Controller::Pacubic(settings) => settings.build(context),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from_toml_like(pairs: &[(&str, &str)]) -> Result<Controller, String> {
+        use serde::de::IntoDeserializer;
+        use serde::de::value::{Error, MapDeserializer};
+        let map = MapDeserializer::<_, Error>::new(
+            pairs.iter().map(|(k, v)| (*k, v.into_deserializer())),
+        );
+        Controller::deserialize(map).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_known() {
+        for name in ["cubic", "newreno", "bbr", "pepkit-cubic", "pacubic"] {
+            let controller = from_toml_like(&[("name", name)]).unwrap();
+            assert_eq!(controller.name(), name);
+        }
+        let error = from_toml_like(&[("name", "cubix")]).unwrap_err();
+        assert!(
+            error.contains("cubix") && error.contains("pepkit-cubic"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn only_pacubic_needs_the_sidekick() {
+        assert_eq!(Controller::Cubic.requires(), None);
+        let pacubic = from_toml_like(&[("name", "pacubic")]).unwrap();
+        assert_eq!(pacubic.requires().unwrap().0, Input::SidekickSignals);
+    }
+}
