@@ -1,30 +1,39 @@
-//! Scenario files, the trial runner and the reports of pepkit's simulated
-//! evaluations.
+//! Scenario files, the trial runner and the reports of pepkit's
+//! evaluations, in the simulator and on real testbeds.
 //!
-//! A scenario (TOML, [`scenario`]) describes a chain of hops between a
-//! client and a server, an optional middlebox, the workload and the
-//! variants to compare. [`runner::run`] runs every variant × trial on a
-//! thread pool, each trial a deterministic simulation ([`trial`]) seeded
-//! from the scenario seed and the trial index; [`report::write`] writes
-//! the trial files, `summary.json` ([`summary`]), CSVs, plots ([`plot`])
-//! and `summary.md`. `docs/experiments.md` is the user's reference.
+//! The modules form layers; each uses only those above it in this list:
+//!
+//! * vocabulary: [`units`] (quantities as files write them), [`figure`]
+//!   (the figures a scenario asks for), [`outcome`] (what a trial
+//!   produced, where it ran, and how metrics are named);
+//! * one module per concept: [`workloads`] (bulk, media, rtc, short
+//!   flows) and [`systems`] (router, split proxy, TCP PEP, Sidekick), each
+//!   behind one trait and one `match`; congestion controllers come from
+//!   the one registry in the `cc` crate ([`cc::Controller`]);
+//! * [`scenario`]: a file read into raw serde types and validated into a
+//!   typed [`Scenario`] made of those concepts;
+//! * [`trial`]: one construction path of a trial's hosts and engines, two
+//!   drivers (the simulator, a real testbed), one way to read results;
+//! * [`summary`]: each metric's spread across trials and the paper's
+//!   claims checked on it;
+//! * [`run`](mod@run): every variant × trial, in parallel in the simulator;
+//! * [`report`]: trial files, `summary.json`, CSVs, plots and
+//!   `summary.md`. `docs/experiments.md` is the user's reference.
 
-pub mod check;
-mod flows;
-pub mod plot;
-pub mod progress;
-pub mod real;
+pub mod figure;
+pub mod outcome;
 pub mod report;
-pub mod runner;
+pub mod run;
 pub mod scenario;
-pub mod stats;
+mod shorthand;
 pub mod summary;
+pub mod systems;
 pub mod trial;
 pub mod units;
+pub mod workloads;
 
-pub use progress::Progress;
-pub use real::RealOptions;
-pub use runner::{RunOptions, RunResults, run};
-pub use scenario::{Mode, Scenario, ScenarioError, ScenarioFile, Variant};
+pub use outcome::{LinkReport, Mode, TrialResult};
+pub use run::{Progress, RunOptions, RunResults, run};
+pub use scenario::{Scenario, ScenarioError, ScenarioFile, Variant};
 pub use summary::{SCHEMA, Summary, VariantSummary};
-pub use trial::{LinkReport, Prepared, TrialResult};
+pub use trial::Prepared;

@@ -13,8 +13,7 @@ fn sidekick_scenario2_baselines_match_the_paper() {
     let file = ScenarioFile::load(&path).unwrap();
     // All 20 trials per variant, as the paper ran them.
     let options = RunOptions::default();
-    let registry = quic::ControllerRegistry::builtin();
-    let results = experiments::run(&file, &registry, &options, &mut Progress::silent()).unwrap();
+    let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
     println!("{}", experiments::report::table(&results.summary));
     let median = |name: &str| {
         let variant = results

@@ -69,8 +69,7 @@ fn run_into(dir: &Path, jobs: usize, seed: Option<u64>) -> BTreeMap<PathBuf, Vec
         seed,
         ..RunOptions::default()
     };
-    let registry = quic::ControllerRegistry::builtin();
-    let results = experiments::run(&file, &registry, &options, &mut Progress::silent()).unwrap();
+    let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
     experiments::report::write(dir, &file, &results).unwrap();
     files(dir)
 }

@@ -41,26 +41,18 @@ name = "e2e"
 [[variant]]
 name = "split"
 middle = "split"
-flows = [{ name = "A", split = true }, { name = "B", start = "500ms", size = "500kB" }]
+flows = [{ name = "A", middle = true }, { name = "B", start = "500ms", size = "500kB" }]
 
 [[variant]]
 name = "sidekick"
-middle = "sidekick"
-sidekick = { interval = "30ms", threshold = 10 }
-flows = [{ name = "A", sidekick = true }, { name = "B", start = "500ms", size = "500kB" }]
+middle = { kind = "sidekick", interval = "30ms", threshold = 10 }
+flows = [{ name = "A", middle = true }, { name = "B", start = "500ms", size = "500kB" }]
 "#;
 
 #[test]
 fn competing_flows_finish_and_report_shares() {
     let file = ScenarioFile::parse(SCENARIO, PathBuf::from("flows.toml")).unwrap();
-    let registry = quic::ControllerRegistry::builtin();
-    let results = experiments::run(
-        &file,
-        &registry,
-        &RunOptions::default(),
-        &mut Progress::silent(),
-    )
-    .unwrap();
+    let results = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
     assert_eq!(
         results.summary.headline,
         ["goodput_mbps", "share_a", "share_b", "jain_index"]

@@ -46,7 +46,10 @@ fn the_base_parses_and_gets_defaults() {
     assert_eq!(file.variants.len(), 1);
     assert_eq!(file.base.trials, 10);
     assert_eq!(file.base.seed, 1);
-    assert_eq!(file.base.client.controller, "cubic");
+    assert_eq!(
+        file.base.flows()[0].client_controller,
+        cc::Controller::Cubic
+    );
 }
 
 #[test]
@@ -130,32 +133,31 @@ fn missing_traces_and_unknown_controllers_fail_before_running() {
     let text = BASE.replace("rate = \"100Mbit/s\"", "trace = \"nowhere.up\"");
     std::fs::write(&path, &text).unwrap();
     let file = ScenarioFile::load(&path).unwrap();
-    let registry = quic::ControllerRegistry::builtin();
-    let error = experiments::run(
+    let message = experiments::run(
         &file,
-        &registry,
         &Default::default(),
         &mut experiments::Progress::silent(),
     )
     .unwrap_err()
     .to_string();
-    assert_mentions(&error, &["hops.near.trace", "nowhere.up"]);
+    assert_mentions(&message, &["hops.near.trace", "nowhere.up"]);
 
     let text = BASE.replace(
         "addr = \"10.0.0.1\"",
         "addr = \"10.0.0.1\"\ncontroller = \"cubix\"",
     );
-    std::fs::write(&path, &text).unwrap();
-    let file = ScenarioFile::load(&path).unwrap();
-    let error = experiments::run(
-        &file,
-        &registry,
-        &Default::default(),
-        &mut experiments::Progress::silent(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert_mentions(&error, &["client.controller", "cubix", "cubic", "newreno"]);
+    assert_mentions(
+        &error(&text),
+        &[
+            "client.controller",
+            "cubix",
+            "cubic",
+            "newreno",
+            "pepkit-cubic",
+        ],
+    );
+    let table = text.replace("\"cubix\"", "{ name = \"pacubic\", ratio = 2.0 }");
+    assert_mentions(&error(&table), &["client.controller", "ratio"]);
 }
 
 #[test]
@@ -184,23 +186,48 @@ fn sidekick_settings_are_checked_by_field() {
         "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
         "kind = \"media\"",
     );
-    let without_table = format!("{media}\n[[variant]]\nname = \"sk\"\nmiddle = \"sidekick\"\n");
-    assert_mentions(&error(&without_table), &["sk", "sidekick", "[sidekick]"]);
+    let without_settings = format!("{media}\n[[variant]]\nname = \"sk\"\nmiddle = \"sidekick\"\n");
+    assert_mentions(&error(&without_settings), &["sk", "middle", "threshold"]);
 
     let zero_threshold = format!(
-        "{media}\n[[variant]]\nname = \"sk\"\nmiddle = \"sidekick\"\n\
-         sidekick = {{ interval_packets = 2, threshold = 0 }}\n"
+        "{media}\n[[variant]]\nname = \"sk\"\n\
+         middle = {{ kind = \"sidekick\", interval_packets = 2, threshold = 0 }}\n"
     );
     assert_mentions(
         &error(&zero_threshold),
-        &["sidekick.threshold", "at least 1"],
+        &["middle", "threshold", "at least 1"],
     );
 
-    let stray = format!(
-        "{media}\n[[variant]]\nname = \"sk\"\n\
-         sidekick = {{ interval_packets = 2, threshold = 8 }}\n"
+    let no_interval = format!(
+        "{media}\n[[variant]]\nname = \"sk\"\nmiddle = {{ kind = \"sidekick\", threshold = 8 }}\n"
     );
-    assert_mentions(&error(&stray), &["sidekick", "middle = \"sidekick\""]);
+    assert_mentions(
+        &error(&no_interval),
+        &["middle", "interval_packets", "interval"],
+    );
+
+    // The settings of one system do not leak into another's.
+    let switched = format!(
+        "middle = {{ kind = \"sidekick\", interval = \"30ms\", threshold = 8 }}\n{BASE}\n\
+         [[variant]]\nname = \"split\"\nmiddle = {{ kind = \"split\" }}\n"
+    );
+    let file = ScenarioFile::parse(&switched, PathBuf::from("ok.toml")).unwrap();
+    assert!(matches!(
+        file.variants[0].scenario.middle,
+        experiments::systems::Middle::Split(_)
+    ));
+
+    let download = BASE.replace("direction = \"upload\"", "direction = \"download\"");
+    let helps_receiver = format!(
+        "middle = {{ kind = \"sidekick\", interval = \"30ms\", threshold = 8 }}\n{download}"
+    );
+    assert_mentions(&error(&helps_receiver), &["middle", "data sender"]);
+
+    let pacubic_alone = BASE.replace(
+        "addr = \"10.0.0.1\"",
+        "addr = \"10.0.0.1\"\ncontroller = \"pacubic\"",
+    );
+    assert_mentions(&error(&pacubic_alone), &["client.controller", "sidekick"]);
 }
 
 #[test]
@@ -212,8 +239,10 @@ fn a_sweep_expands_into_named_points() {
     let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
     let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["QUIC, loss = 0", "QUIC, loss = 0.01"]);
-    let near = |i: usize| file.variants[i].scenario.hops["near"].loss;
-    assert_eq!((near(0), near(1)), (0.0, 0.01));
+    let near = |i: usize| file.variants[i].scenario.path[0].loss;
+    let one_percent = netsim::Probability::new(0.01).unwrap();
+    assert_eq!(near(0), netsim::LossModel::None);
+    assert_eq!(near(1), netsim::LossModel::Bernoulli(one_percent));
     assert_eq!(file.variants[1].sweep.as_ref().unwrap().series, "QUIC");
 
     let bad_value = text.replace("values = [0, 0.01]", "values = [0, 2.0]");
@@ -251,12 +280,13 @@ fn flows_parse_and_derive_addresses() {
         "[[flows]]\nname = \"A\"\nstart = \"1s\"\nsize = \"2MB\"\n[[flows]]\nname = \"B\"\n",
     );
     let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
-    let base = &file.base;
-    assert_eq!(base.flows.len(), 2);
-    assert_eq!(base.flow_controller(1), "cubic");
-    assert_eq!(base.flow_client_addr(1).to_string(), "10.0.0.2:5000");
-    assert_eq!(base.flow_server_addr(1).to_string(), "10.0.1.2:4433");
-    assert_eq!(base.flows[0].start.0, std::time::Duration::from_secs(1));
+    let flows = file.base.flows();
+    assert_eq!(flows.len(), 2);
+    assert_eq!(flows[1].client_controller, cc::Controller::Cubic);
+    assert_eq!(flows[1].client.to_string(), "10.0.0.2:5000");
+    assert_eq!(flows[1].server.to_string(), "10.0.1.2:4433");
+    assert_eq!(flows[0].start, std::time::Duration::from_secs(1));
+    assert_eq!(flows[0].size, Some(2_000_000));
 }
 
 #[test]
@@ -265,10 +295,7 @@ fn flows_are_checked_by_field() {
         "",
         "[[flows]]\nname = \"A\"\ncontrollr = \"cubic\"\n",
     ));
-    assert_mentions(
-        &message,
-        &["flows[0]", "controllr", "controller", "sidekick"],
-    );
+    assert_mentions(&message, &["flows[0]", "controllr", "controller", "middle"]);
 
     let message = error(&flows(
         "",
@@ -276,17 +303,14 @@ fn flows_are_checked_by_field() {
     ));
     assert_mentions(&message, &["flows[1].name", "flows[0]"]);
 
-    let message = error(&flows("", "[[flows]]\nname = \"A\"\nsidekick = true\n"));
-    assert_mentions(&message, &["flows[0].sidekick", "middle = \"sidekick\""]);
-
-    let message = error(&flows("", "[[flows]]\nname = \"A\"\nsplit = true\n"));
-    assert_mentions(&message, &["flows[0].split", "middle = \"split\""]);
+    let message = error(&flows("", "[[flows]]\nname = \"A\"\nmiddle = true\n"));
+    assert_mentions(&message, &["flows[0].middle", "serves no flows"]);
 
     let message = error(&flows(
-        "middle = \"sidekick\"\nsidekick = { interval = \"30ms\", threshold = 10 }",
+        "middle = { kind = \"sidekick\", interval = \"30ms\", threshold = 10 }",
         "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"B\"\ncontroller = \"pacubic\"\n",
     ));
-    assert_mentions(&message, &["flows[1].controller", "sidekick = true"]);
+    assert_mentions(&message, &["flows[1].controller", "middle = true"]);
 
     let message = error(&flows("", "[[flows]]\nname = \"A\"\nsize = \"0B\"\n"));
     assert_mentions(&message, &["flows[0].size", "positive"]);
@@ -324,30 +348,19 @@ fn a_variant_replaces_the_flows() {
         flows("", TWO_FLOWS)
     );
     let file = ScenarioFile::parse(&text, PathBuf::from("ok.toml")).unwrap();
-    let flows = &file.variants[0].scenario.flows;
+    let flows = file.variants[0].scenario.flows();
     assert_eq!(flows.len(), 1);
-    assert_eq!(flows[0].name, "solo");
+    assert_eq!(flows[0].name.as_deref(), Some("solo"));
+    assert_eq!(flows[0].client_controller, cc::Controller::Newreno);
 }
 
 #[test]
-fn unknown_flow_controllers_fail_before_running() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.toml");
+fn unknown_flow_controllers_are_named() {
     let text = flows(
         "",
         "[[flows]]\nname = \"A\"\n[[flows]]\nname = \"B\"\ncontroller = \"cubix\"\n",
     );
-    std::fs::write(&path, &text).unwrap();
-    let file = ScenarioFile::load(&path).unwrap();
-    let error = experiments::run(
-        &file,
-        &quic::ControllerRegistry::builtin(),
-        &Default::default(),
-        &mut experiments::Progress::silent(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert_mentions(&error, &["flows[1].controller", "cubix"]);
+    assert_mentions(&error(&text), &["flows[1].controller", "cubix"]);
 }
 
 #[test]

@@ -61,7 +61,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         trials: args.common.trials,
         jobs: args.common.jobs,
         only: None,
-        real: None,
+        mode: experiments::Mode::Simulator,
     };
     let mut index = format!("# {}: every scenario, reproduced\n\n", args.paper);
     let (mut held, mut failed) = (0, 0);
@@ -86,7 +86,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         index.push_str(&experiments::report::table(summary));
         if !summary.checks.is_empty() {
             index.push('\n');
-            index.push_str(&experiments::check::table(&summary.checks));
+            index.push_str(&experiments::summary::checks_table(&summary.checks));
         }
         held += summary.checks.iter().filter(|c| c.passed).count();
         failed += summary.checks.iter().filter(|c| !c.passed).count();

@@ -2,7 +2,7 @@
 //! simulator or on a real testbed, write the results, then print the
 //! summary table (and, once both modes have run, the two side by side).
 
-use experiments::{Mode, Progress, RealOptions, RunOptions, RunResults, ScenarioFile};
+use experiments::{Mode, Progress, RunOptions, RunResults, ScenarioFile};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -52,22 +52,24 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let real = match args.real.then(real_options).transpose() {
-        Ok(real) => real,
-        Err(error) => {
+    let mode = if args.real {
+        if let Err(error) = real_mode() {
             eprintln!("error: {error}");
             return ExitCode::from(2);
         }
+        Mode::Real
+    } else {
+        Mode::Simulator
     };
     let options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
         jobs: args.common.jobs,
         only: args.only.clone(),
-        real,
+        mode,
     };
     let base = PathBuf::from("results").join(&file.base.name);
-    let out = args.out.clone().unwrap_or_else(|| match options.mode() {
+    let out = args.out.clone().unwrap_or_else(|| match options.mode {
         Mode::Simulator => base.clone(),
         Mode::Real => base.join("real"),
     });
@@ -96,14 +98,11 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
 }
 
-/// Real mode's options: root and namespaces checked up front, and this very
-/// executable for the middle node's daemons.
-fn real_options() -> Result<RealOptions, String> {
+/// Real mode: root and namespaces checked up front, Ctrl-C handled.
+fn real_mode() -> Result<(), String> {
     emu::available().map_err(|reason| format!("real mode {reason}"))?;
     emu::interrupt::install();
-    let pepkit = std::env::current_exe()
-        .map_err(|e| format!("cannot find the pepkit executable for the daemons: {e}"))?;
-    Ok(RealOptions { pepkit })
+    Ok(())
 }
 
 /// Runs `file`, writes its results into `out` and prints its table, its
@@ -119,8 +118,7 @@ pub(crate) fn run_and_write(
     } else {
         Progress::stderr()
     };
-    let registry = quic::ControllerRegistry::builtin();
-    let results = experiments::run(file, &registry, options, &mut progress).map_err(|error| {
+    let results = experiments::run(file, options, &mut progress).map_err(|error| {
         eprintln!("error: {error}");
         ExitCode::from(2)
     })?;
@@ -140,7 +138,7 @@ pub(crate) fn run_and_write(
     for (why, names) in &reasons {
         println!(
             "skipped in {} ({why}): {}",
-            options.mode().describe(),
+            options.mode.describe(),
             names.join(", ")
         );
     }
@@ -149,7 +147,10 @@ pub(crate) fn run_and_write(
     }
     println!("{}", experiments::report::table(&results.summary));
     if !results.summary.checks.is_empty() {
-        println!("{}", experiments::check::table(&results.summary.checks));
+        println!(
+            "{}",
+            experiments::summary::checks_table(&results.summary.checks)
+        );
     }
     let figures: Vec<String> = written
         .iter()

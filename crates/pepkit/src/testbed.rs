@@ -158,10 +158,10 @@ fn up(args: &UpArgs) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("no variant's name contains {part:?}"))?,
         None => &file.variants[0],
     };
-    let registry = quic::ControllerRegistry::builtin();
-    let prepared = experiments::Prepared::new(&variant.scenario, &registry, &file.path, "")
-        .map_err(|e| e.to_string())?;
-    let spec = experiments::real::testbed_spec(&prepared, 0);
+    let prepared =
+        experiments::Prepared::new(&variant.scenario, &file.path, "", experiments::Mode::Real)
+            .map_err(|e| e.to_string())?;
+    let spec = experiments::trial::testbed_spec(&prepared, 0)?;
     emu::interrupt::install();
     let testbed = emu::Testbed::build(&spec, emu::RealClock::start()).map_err(|e| e.to_string())?;
     println!("testbed of {:?} is up:", variant.name);

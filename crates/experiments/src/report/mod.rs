@@ -2,10 +2,13 @@
 //! `summary.md`. Everything written is a function of the results alone (no
 //! wall-clock times, no host names), so a seed gives identical files.
 
-use crate::plot;
-use crate::runner::RunResults;
-use crate::scenario::{Plot, ScenarioFile, Workload};
-use crate::summary::{Summary, metric_label};
+mod plot;
+
+use crate::figure::Plot;
+use crate::outcome::{Mode, slug};
+use crate::run::RunResults;
+use crate::scenario::ScenarioFile;
+use crate::summary::{Spread, Summary, metric_label};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,7 +43,7 @@ pub fn write(
         put(&name, csv.as_bytes())?;
     }
     put("summary.md", markdown(&results.summary).as_bytes())?;
-    for (index, figure) in plots(file).iter().enumerate() {
+    for (index, figure) in file.base.figures().iter().enumerate() {
         let stem = match figure {
             Plot::Bars { metric, .. } => format!("{index}-{metric}"),
             Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
@@ -64,44 +67,10 @@ pub fn write(
     Ok(written)
 }
 
-/// The figures a scenario asks for, or the workload's usual one.
-pub fn plots(file: &ScenarioFile) -> Vec<Plot> {
-    if !file.base.plots.is_empty() {
-        return file.base.plots.clone();
-    }
-    let cdf = |distribution: &str| Plot::Cdf {
-        distribution: distribution.into(),
-        title: None,
-        y_from: 0.0,
-    };
-    match file.base.workload {
-        Workload::Bulk { .. } => vec![Plot::Bars {
-            metric: "goodput_mbps".into(),
-            title: None,
-        }],
-        Workload::Media { .. } => vec![cdf("dejitter_ms")],
-        Workload::Rtc { .. } => vec![cdf("frame_delay_ms"), cdf("frame_jitter_ms")],
-        Workload::ShortFlows { .. } => vec![cdf("fct_ms")],
-    }
-}
-
 fn json<T: serde::Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(value).expect("results serialise");
     bytes.push(b'\n');
     bytes
-}
-
-/// A file-name-safe form of a variant name: `split 1%` → `split-1pct`.
-pub fn slug(name: &str) -> String {
-    let mut slug = String::new();
-    for c in name.replace('%', "pct").chars() {
-        if c.is_ascii_alphanumeric() || c == '.' {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    slug.trim_matches('-').to_string()
 }
 
 /// Quotes a CSV field if it needs it.
@@ -259,7 +228,7 @@ pub fn table(summary: &Summary) -> String {
 /// `summary.md`: the title, the source, the table and where the rest is.
 pub fn markdown(summary: &Summary) -> String {
     let mut md = format!("# {}\n\n", summary.title);
-    if summary.mode == crate::scenario::Mode::Real {
+    if summary.mode == Mode::Real {
         md.push_str(
             "Real mode: network namespaces joined through the user-space link emulator, \
              the endpoints on UDP/TCP sockets in real time.\n\n",
@@ -278,7 +247,7 @@ pub fn markdown(summary: &Summary) -> String {
     md.push_str(&table(summary));
     if !summary.checks.is_empty() {
         md.push_str("\n## The paper's claims, checked on this run\n\n");
-        md.push_str(&crate::check::table(&summary.checks));
+        md.push_str(&crate::summary::checks_table(&summary.checks));
     }
     md.push_str(
         "\nEvery metric of every variant is in `summary.json` and `summary.csv`; \
@@ -299,9 +268,7 @@ pub fn comparison(simulator: &Summary, real: &Summary) -> String {
         "| variant | metric | simulator: median [p25–p75] | real: median [p25–p75] | real / simulator |\n\
          |---|---|---|---|---|\n",
     );
-    let spread = |s: &crate::stats::Spread| {
-        format!("{} [{}–{}]", short(s.median), short(s.p25), short(s.p75))
-    };
+    let spread = |s: &Spread| format!("{} [{}–{}]", short(s.median), short(s.p25), short(s.p75));
     for sim in &simulator.variants {
         let Some(live) = real.variants.iter().find(|v| v.name == sim.name) else {
             continue;
@@ -367,12 +334,6 @@ pub fn compare_modes(sim_dir: &Path, real_dir: &Path) -> std::io::Result<Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("split CUBIC, 1% loss"), "split-cubic-1pct-loss");
-        assert_eq!(slug("  QUIC/e2e "), "quic-e2e");
-    }
 
     #[test]
     fn numbers_keep_three_digits() {

@@ -1,9 +1,9 @@
 //! Figures in PNG and SVG, drawn with plotters and the embedded DejaVu Sans
 //! font (no system fonts needed).
 
-use crate::runner::RunResults;
-use crate::scenario::Plot;
-use crate::summary::metric_label;
+use crate::figure::Plot;
+use crate::run::RunResults;
+use crate::summary::{metric_label, quantile};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -25,7 +25,7 @@ fn register_font() {
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws `figure` from `results` into `path` (PNG or SVG by extension).
-pub fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> DrawResult {
+pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> DrawResult {
     register_font();
     let width = match figure {
         Plot::Bars { .. } => (160 * results.summary.variants.len() as u32).clamp(640, 1600),
@@ -258,7 +258,7 @@ where
     let right = pooled
         .iter()
         .filter(|(_, values)| !values.is_empty())
-        .map(|(_, values)| crate::stats::quantile(values, 0.995))
+        .map(|(_, values)| quantile(values, 0.995))
         .fold(0.0_f64, f64::max)
         .max(1e-9)
         * 1.05;

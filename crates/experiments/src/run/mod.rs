@@ -8,12 +8,14 @@
 //! in the chosen mode (TCP in the simulator, the split QUIC proxy in real
 //! mode) are skipped and listed with the reason.
 
-use crate::progress::Progress;
-use crate::real::RealOptions;
-use crate::scenario::{Mode, ScenarioError, ScenarioFile};
-use crate::summary::{SCHEMA, Summary, VariantSummary, headline_metrics};
-use crate::trial::{Prepared, TrialResult};
-use quic::ControllerRegistry;
+mod progress;
+
+pub use progress::Progress;
+
+use crate::outcome::{Mode, TrialResult};
+use crate::scenario::{ScenarioError, ScenarioFile};
+use crate::summary::{CheckResult, SCHEMA, Summary, VariantSummary};
+use crate::trial::Prepared;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
@@ -28,18 +30,9 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only the variants whose names contain this text.
     pub only: Option<String>,
-    /// Run in real mode (network namespaces) instead of the simulator.
-    pub real: Option<RealOptions>,
-}
-
-impl RunOptions {
-    /// The mode these options run in.
-    pub fn mode(&self) -> Mode {
-        match self.real {
-            Some(_) => Mode::Real,
-            None => Mode::Simulator,
-        }
-    }
+    /// In the simulator (default) or on real testbeds (network namespaces;
+    /// needs root).
+    pub mode: Mode,
 }
 
 /// The results of a run, before they are written anywhere.
@@ -53,15 +46,13 @@ pub struct RunResults {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Runs `file`'s variants with controllers from `registry`, reporting
-/// progress to `progress`.
+/// Runs `file`'s variants, reporting progress to `progress`.
 pub fn run(
     file: &ScenarioFile,
-    registry: &ControllerRegistry,
     options: &RunOptions,
     progress: &mut Progress,
 ) -> Result<RunResults, ScenarioError> {
-    let mode = options.mode();
+    let mode = options.mode;
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
@@ -82,7 +73,7 @@ pub fn run(
             scenario.trials = trials.max(1);
         }
         let context = format!("variant \"{}\": ", variant.name);
-        let prepared = Prepared::new(&scenario, registry, &file.path, &context)?;
+        let prepared = Prepared::new(&scenario, &file.path, &context, mode)?;
         variants.push((variant, prepared));
     }
     if variants.is_empty() && !skipped.is_empty() {
@@ -144,10 +135,7 @@ pub fn run(
             scope.spawn(move || {
                 while let Some(&(v, trial)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (variant, prepared) = &variants[v];
-                    let result = match &options.real {
-                        Some(real) => crate::real::run(prepared, &variant.name, trial, real),
-                        None => prepared.run(&variant.name, trial),
-                    };
+                    let result = prepared.run(&variant.name, trial, mode);
                     if sender.send(result).is_err() {
                         return;
                     }
@@ -184,7 +172,7 @@ pub fn run(
         source: file.base.source.clone(),
         seed: first.seed,
         trials: first.trials,
-        headline: headline_metrics(first),
+        headline: first.headline(),
         variants: variants
             .iter()
             .zip(&trials)
@@ -202,7 +190,7 @@ pub fn run(
         .iter()
         .filter(|c| c.mode.is_none_or(|m| m == mode))
         .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
-        .map(|check| check.evaluate(&summary))
+        .map(|check| CheckResult::evaluate(check, &summary))
         .collect();
     let summary = Summary { checks, ..summary };
     Ok(RunResults {

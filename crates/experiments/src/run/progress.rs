@@ -1,7 +1,7 @@
 //! Progress of a run on standard error: a redrawn bar on a terminal, a
 //! line every tenth of the run otherwise (logs, CI).
 
-use crate::trial::TrialResult;
+use crate::outcome::TrialResult;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 

@@ -11,9 +11,7 @@
 //! at_least = 3.0                   # and/or at_most
 //! ```
 
-use crate::summary::Summary;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// One claim, as the scenario file states it.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -36,19 +34,7 @@ pub struct Check {
     pub at_most: Option<f64>,
     /// Only evaluate in this mode (`simulator` or `real`; default both).
     #[serde(default)]
-    pub mode: Option<crate::scenario::Mode>,
-}
-
-/// A claim with the value this run measured.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub struct CheckResult {
-    /// The claim.
-    pub check: Check,
-    /// The median (or ratio of medians); absent if a variant had no value
-    /// (e.g. no trial finished), which fails the check.
-    pub value: Option<f64>,
-    /// Whether the value is within the bounds.
-    pub passed: bool,
+    pub mode: Option<crate::outcome::Mode>,
 }
 
 impl Check {
@@ -73,35 +59,8 @@ impl Check {
         }
     }
 
-    /// Evaluates the claim on a run's summary.
-    pub fn evaluate(&self, summary: &Summary) -> CheckResult {
-        let median = |name: &str| {
-            summary
-                .variants
-                .iter()
-                .find(|v| v.name == name)
-                .and_then(|v| v.metrics.get(&self.metric))
-                .map(|spread| spread.median)
-        };
-        let value = match (&self.ratio_to, median(&self.variant)) {
-            (None, value) => value,
-            (Some(other), Some(value)) => median(other)
-                .filter(|base| *base != 0.0)
-                .map(|base| value / base),
-            (Some(_), None) => None,
-        };
-        let passed = value.is_some_and(|v| {
-            self.at_least.is_none_or(|low| v >= low) && self.at_most.is_none_or(|high| v <= high)
-        });
-        CheckResult {
-            check: self.clone(),
-            value,
-            passed,
-        }
-    }
-
     /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …".
-    fn bound(&self) -> String {
+    pub fn bound(&self) -> String {
         let of = self
             .ratio_to
             .as_ref()
@@ -114,30 +73,4 @@ impl Check {
             (None, None) => String::new(),
         }
     }
-}
-
-/// The checks as a Markdown table.
-pub fn table(results: &[CheckResult]) -> String {
-    let mut md = String::from("| claim | measured | bound | result |\n|---|---|---|---|\n");
-    for result in results {
-        let check = &result.check;
-        let value = match result.value {
-            Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
-            Some(v) => format!("{v:.3} ({})", check.metric),
-            None => "no value".into(),
-        };
-        let verdict = if result.passed {
-            "✓ holds"
-        } else {
-            "✗ fails"
-        };
-        writeln!(
-            md,
-            "| {} | {value} | {} | {verdict} |",
-            check.claim,
-            check.bound()
-        )
-        .expect("writing to a String");
-    }
-    md
 }

@@ -1,12 +1,19 @@
-//! `summary.json`: per variant, each metric's spread across trials.
+//! `summary.json`: per variant, each metric's spread across trials, and
+//! the scenario's claims evaluated on them.
 //!
 //! The schema is stable: scripts may rely on every field named here, and a
 //! change to them bumps [`SCHEMA`]. See `docs/experiments.md`.
 
-use crate::check::CheckResult;
-use crate::scenario::{Scenario, SweepPoint, Variant, Workload};
-use crate::stats::Spread;
-use crate::trial::TrialResult;
+mod checks;
+mod labels;
+mod stats;
+
+pub use checks::{CheckResult, table as checks_table};
+pub use labels::metric_label;
+pub use stats::{Spread, quantile};
+
+use crate::outcome::{Mode, TrialResult};
+use crate::scenario::{SweepPoint, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -20,7 +27,7 @@ pub struct Summary {
     pub schema: String,
     /// Where the trials ran: `simulator` or `real`.
     #[serde(default)]
-    pub mode: crate::scenario::Mode,
+    pub mode: Mode,
     /// The scenario's name.
     pub scenario: String,
     /// Its title.
@@ -78,80 +85,5 @@ impl VariantSummary {
             paper: variant.paper.clone(),
             sweep: variant.sweep.clone(),
         }
-    }
-}
-
-/// The metrics a report leads with for a workload.
-pub fn headline_metrics(scenario: &Scenario) -> Vec<String> {
-    if !scenario.flows.is_empty() {
-        // Competing flows: the total, each flow's share, the fairness.
-        let mut names = vec!["goodput_mbps".to_string()];
-        for flow in &scenario.flows {
-            names.push(format!("share_{}", crate::report::slug(&flow.name)));
-        }
-        names.push("jain_index".to_string());
-        return names;
-    }
-    let names: &[&str] = match scenario.workload {
-        Workload::Bulk { .. } => &["goodput_mbps", "completion_s"],
-        Workload::Media { .. } => &["dejitter_p50_ms", "dejitter_p95_ms", "dejitter_p99_ms"],
-        Workload::Rtc { .. } => &[
-            "frame_delay_p50_ms",
-            "frame_delay_p90_ms",
-            "frame_jitter_p50_ms",
-            "frame_jitter_p90_ms",
-        ],
-        Workload::ShortFlows { .. } => &["fct_p50_ms", "fct_p90_ms", "fct_p99_ms"],
-    };
-    names.iter().map(|name| name.to_string()).collect()
-}
-
-/// A metric's label with its unit, for tables and axes.
-pub fn metric_label(metric: &str) -> String {
-    let known = [
-        ("goodput_mbps", "goodput (Mbit/s)"),
-        ("completion_s", "completion time (s)"),
-        ("dejitter_ms", "de-jitter delay (ms)"),
-        ("frame_delay_ms", "frame delay (ms)"),
-        ("frame_jitter_ms", "frame-level jitter (ms)"),
-        ("fct_ms", "flow completion time (ms)"),
-        ("sender_lost_packets", "packets the sender declared lost"),
-        ("sender_sent_packets", "packets sent"),
-        ("played_fraction", "fraction of packets played"),
-        ("frames_received_fraction", "fraction of frames received"),
-        ("retransmissions", "retransmissions"),
-        ("jain_index", "Jain's fairness index"),
-    ];
-    if let Some(flow) = metric.strip_prefix("goodput_mbps_") {
-        return format!("goodput of {flow} (Mbit/s)");
-    }
-    if let Some(flow) = metric.strip_prefix("share_") {
-        return format!("share of {flow}");
-    }
-    if let Some((_, label)) = known.iter().find(|(name, _)| *name == metric) {
-        return label.to_string();
-    }
-    // `frame_delay_p90_ms` → "frame delay p90 (ms)".
-    if let Some(stem) = metric.strip_suffix("_ms")
-        && let Some((base, percentile)) = stem.rsplit_once('_')
-    {
-        let base = metric_label(&format!("{base}_ms"));
-        if let Some(name) = base.strip_suffix(" (ms)") {
-            return format!("{name}, {percentile} (ms)");
-        }
-    }
-    metric.replace('_', " ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_name_the_unit() {
-        assert_eq!(metric_label("goodput_mbps"), "goodput (Mbit/s)");
-        assert_eq!(metric_label("frame_delay_p90_ms"), "frame delay, p90 (ms)");
-        assert_eq!(metric_label("dejitter_p99_ms"), "de-jitter delay, p99 (ms)");
-        assert_eq!(metric_label("something_else"), "something else");
     }
 }

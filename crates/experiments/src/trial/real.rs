@@ -1,290 +1,300 @@
-//! One trial in real mode: the scenario's chain as network namespaces
-//! joined through the link emulator ([`emu::Testbed`]), the same endpoint
-//! hosts the simulator runs, driven on UDP sockets in real time
-//! ([`emu::HostDriver`]), the middlebox as its daemon (`pepkit
-//! sidekick-proxy`, `pepkit tcp-pep`) on the middle node, and the same
-//! metrics read back from the same hosts.
+//! The real-mode driver: the scenario's chain as network namespaces
+//! joined through the link emulator ([`emu::Testbed`]), the same hosts the
+//! simulator runs driven on UDP sockets in real time
+//! ([`emu::HostDriver`]), the middle system's same engine driven on the
+//! middle node's interfaces in process ([`emu::MiddleDriver`], in the path
+//! or beside it), or a service of the node's kernel (the TCP PEP), and the
+//! same metrics read back from the same objects.
 //!
 //! What differs from the simulator, by necessity: time is the wall clock
-//! (so nothing repeats exactly), the links' counters come from the relay,
-//! and the proxy's counters from the daemon's final stats line.
+//! (so nothing repeats exactly), and the links' counters come from the
+//! relay.
 
-use crate::scenario::{Middle, Scenario, Strawman, Transport, Workload};
-use crate::trial::{
-    Endpoints, Engines, LinkReport, Prepared, SIDEKICK_PROXY, TrialResult, add_pacubic_metrics,
-    collect,
-};
-use emu::{HostRunSpec, Process, RealClock, RunUntil, Testbed, TestbedSpec};
-use netsim::{Host, Time};
-use std::any::Any;
-use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+use super::plan::{self, FlowHosts};
+use super::{Engines, FlowMeta, Prepared, collect};
+use crate::outcome::{LinkReport, TrialResult};
+use crate::scenario::Traffic;
+use crate::systems::{OnTestbed, Placement, Service};
+use crate::workloads::TcpTransfer;
+use emu::driver::MiddleStats;
+use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
+use netsim::{Host, Middlebox, Time};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
-/// How real-mode trials run.
-#[derive(Clone, Debug)]
-pub struct RealOptions {
-    /// The pepkit executable, which runs the middle node's daemon
-    /// (`sidekick-proxy`, `tcp-pep`) in its namespace.
-    pub pepkit: PathBuf,
-}
-
-/// The hosts of a finished real-mode trial.
+/// What real mode ran, to be read back.
 struct Ran {
     client: Box<dyn Host>,
     server: Box<dyn Host>,
+    middle: Option<Box<dyn Middlebox>>,
 }
 
 impl Engines for Ran {
-    fn client<T: Host>(&self) -> Option<&T> {
-        let any: &dyn Any = self.client.as_ref();
-        any.downcast_ref()
+    fn client(&self, index: usize) -> Option<&dyn Host> {
+        (index == 0).then_some(self.client.as_ref())
     }
 
-    fn server<T: Host>(&self) -> Option<&T> {
-        let any: &dyn Any = self.server.as_ref();
-        any.downcast_ref()
+    fn server(&self, index: usize) -> Option<&dyn Host> {
+        (index == 0).then_some(self.server.as_ref())
     }
 
-    /// Middleboxes run as daemons in real mode; their counters come from
-    /// their stats lines instead.
-    fn middlebox<T: netsim::Middlebox>(&self, _index: usize) -> Option<&T> {
-        None
+    fn middle(&self) -> Option<&dyn Middlebox> {
+        self.middle.as_deref()
     }
 }
 
-fn ipv4(addr: IpAddr) -> Ipv4Addr {
+/// An IPv4 address (real mode refuses IPv6 scenarios before they run).
+fn ipv4(addr: IpAddr) -> Option<Ipv4Addr> {
     match addr {
-        IpAddr::V4(v4) => v4,
-        IpAddr::V6(_) => unreachable!("checked: real mode is IPv4 only"),
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(_) => None,
     }
 }
 
 /// The testbed of trial `trial` of a prepared variant: its chain of hops,
-/// with the Sidekick proxy's control address on its middle node if it has
-/// one.
-pub fn testbed_spec(prepared: &Prepared, trial: u32) -> TestbedSpec {
+/// with the middle system's own address on its node if it has one.
+pub fn testbed_spec(prepared: &Prepared, trial: u32) -> Result<TestbedSpec, String> {
     let scenario = prepared.scenario();
-    let mut extra = Vec::new();
-    if scenario.middle == Middle::Sidekick {
-        extra.push((scenario.middle_index(), ipv4(SIDEKICK_PROXY.ip())));
-    }
-    TestbedSpec {
-        client: ipv4(scenario.client.addr),
-        server: ipv4(scenario.server.addr),
+    let (client, server) = match &scenario.traffic {
+        Traffic::Hosts { flows, .. } => match flows.as_slice() {
+            [flow] => (flow.client, flow.server),
+            _ => return Err("real mode runs one flow (a chain)".into()),
+        },
+        Traffic::KernelTcp(tcp) => (tcp.client, tcp.server),
+    };
+    let v4 = |addr: SocketAddr| ipv4(addr.ip()).ok_or("real mode is IPv4 only".to_string());
+    let extra = match scenario.middle.system().address() {
+        Some(addr) => vec![(
+            scenario.middle_at,
+            ipv4(addr).ok_or("real mode is IPv4 only")?,
+        )],
+        None => Vec::new(),
+    };
+    Ok(TestbedSpec {
+        client: v4(client)?,
+        server: v4(server)?,
         hops: prepared.hops().to_vec(),
         extra,
         seed: scenario.trial_seed(trial),
-    }
-}
-
-/// A result for a trial that could not run, saying why.
-fn failed(variant: &str, scenario: &Scenario, trial: u32, error: String) -> TrialResult {
-    let seed = scenario.trial_seed(trial);
-    let mut result = TrialResult::new(variant, trial, seed, "error", Time::ZERO, 0, Vec::new());
-    result.errors.push(error);
-    result
+    })
 }
 
 /// Runs trial `trial` of `variant` in real mode.
-pub(crate) fn run(
-    prepared: &Prepared,
-    variant: &str,
-    trial: u32,
-    options: &RealOptions,
-) -> TrialResult {
-    let scenario = prepared.scenario();
+pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult {
+    let seed = prepared.scenario().trial_seed(trial);
     // After Ctrl-C the remaining trials are not started.
     if emu::interrupt::requested() {
-        return failed(
-            variant,
-            scenario,
-            trial,
-            "interrupted before it started".into(),
-        );
+        let why = "interrupted before it started".to_string();
+        return TrialResult::failed(variant, trial, seed, why);
     }
-    match try_run(prepared, variant, trial, options) {
-        Ok(result) => result,
-        Err(error) => failed(variant, scenario, trial, error),
-    }
+    try_run(prepared, variant, trial)
+        .unwrap_or_else(|error| TrialResult::failed(variant, trial, seed, error))
 }
 
-fn try_run(
-    prepared: &Prepared,
-    variant: &str,
-    trial: u32,
-    options: &RealOptions,
-) -> Result<TrialResult, String> {
+fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult, String> {
     let scenario = prepared.scenario();
+    let seed = scenario.trial_seed(trial);
     let clock = RealClock::start();
-    let spec = testbed_spec(prepared, trial);
+    let spec = testbed_spec(prepared, trial)?;
     let mut testbed = Testbed::build(&spec, clock).map_err(|e| format!("testbed: {e}"))?;
-    let limit = scenario.time_limit.0;
-    let daemon = start_daemon(&testbed, scenario, trial, options, limit)?;
-    let deadline = clock.now() + limit;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut result = match scenario.transport {
-        Transport::Quic => run_quic(prepared, &testbed, variant, trial, deadline, &stop)?,
-        Transport::Tcp => run_tcp(scenario, &testbed, variant, trial, limit)?,
+    let limit = scenario.time_limit;
+    let on_testbed = plan::with_setup(prepared, trial, |setup| {
+        scenario.middle.system().on_testbed(setup)
+    });
+    let middle = start_middle(&testbed, scenario.middle_at, on_testbed)?;
+    let mut result = match &scenario.traffic {
+        Traffic::Hosts { .. } => {
+            let flows = plan::flows(prepared, trial);
+            run_hosts(
+                prepared,
+                &testbed,
+                (variant, trial),
+                flows,
+                clock.now() + limit,
+                middle,
+            )?
+        }
+        Traffic::KernelTcp(tcp) => {
+            let mut result = run_tcp(tcp, &testbed, (variant, trial, seed), limit)?;
+            middle.stop(&mut result);
+            result
+        }
     };
-    if let Some(daemon) = daemon {
-        let finished = daemon.stop();
-        add_daemon_stats(&mut result, scenario.middle, &finished);
-    }
     let relay = testbed
         .stop_relay()
         .ok_or("the link emulator failed during the trial")?;
-    let mut links = Vec::new();
-    for (name, (forward, reverse)) in scenario.path.iter().zip(&relay.links) {
-        links.push(LinkReport::new(format!("{name}/forward"), forward));
-        links.push(LinkReport::new(format!("{name}/reverse"), reverse));
-    }
-    result.add_links(links);
-    result
-        .metrics
-        .insert("relay_late_over_1ms".into(), relay.lateness.over_1ms as f64);
+    let links = scenario
+        .path
+        .iter()
+        .zip(&relay.links)
+        .flat_map(|(hop, (forward, reverse))| LinkReport::hop(&hop.name, forward, reverse));
+    result.add_links(links.collect());
+    result.set("relay_late_over_1ms", relay.lateness.over_1ms as f64);
     Ok(result)
 }
 
-/// Starts the middle node's daemon, if the scenario has one, and waits
-/// until it listens.
-fn start_daemon(
-    testbed: &Testbed,
-    scenario: &Scenario,
-    trial: u32,
-    options: &RealOptions,
-    limit: Duration,
-) -> Result<Option<Process>, String> {
-    let Some(middle) = testbed.middle(scenario.middle_index()) else {
-        return Ok(None);
-    };
-    let pepkit = options.pepkit.to_string_lossy().to_string();
-    let (args, listening): (Vec<String>, Vec<String>) = match scenario.middle {
-        Middle::Router | Middle::Split => return Ok(None),
-        Middle::Sidekick => {
-            let mut args = vec![
-                "sidekick-proxy".to_string(),
-                "--iface".into(),
-                middle.interfaces[0].name.clone(),
-                "--addr".into(),
-                SIDEKICK_PROXY.to_string(),
-                "--seed".into(),
-                scenario
-                    .trial_seed(trial)
-                    .derive("sidekick-proxy")
-                    .value()
-                    .to_string(),
-            ];
-            match scenario.sidekick.as_ref().and_then(|s| s.strawman) {
-                Some(Strawman::Echo) => args.extend(["--strawman".into(), "echo".into()]),
-                Some(Strawman::Window { size }) => {
-                    args.extend(["--strawman".into(), format!("window:{size}")]);
+/// A service's thread: its metrics, or why it failed.
+type ServiceThread = JoinHandle<std::io::Result<Result<Vec<(String, f64)>, String>>>;
+
+/// What runs on the middle node during a trial.
+enum Middle {
+    Router,
+    Engine(emu::MiddleThread<Box<dyn Middlebox>>, Arc<AtomicBool>),
+    Service(ServiceThread, Arc<AtomicBool>),
+}
+
+impl Middle {
+    /// Stops it; returns its engine (for the system's metrics) and
+    /// records the driver's or the service's counters.
+    fn stop(self, result: &mut TrialResult) -> Option<Box<dyn Middlebox>> {
+        match self {
+            Middle::Router => None,
+            Middle::Engine(thread, stop) => {
+                stop.store(true, Ordering::Relaxed);
+                match thread.join() {
+                    Ok(run) => {
+                        add_driver_stats(result, &run.stats);
+                        if let Some(error) = run.error {
+                            result.errors.push(format!("middle: {error}"));
+                        }
+                        Some(run.engine)
+                    }
+                    Err(error) => {
+                        result.errors.push(format!("middle: {error}"));
+                        None
+                    }
                 }
-                None => {}
             }
-            let listening = vec!["-Hnul".into(), "src".into(), SIDEKICK_PROXY.to_string()];
-            (args, listening)
-        }
-        Middle::Pep => {
-            let args = vec![
-                "tcp-pep".to_string(),
-                "--controller".into(),
-                scenario.client.controller.clone(),
-            ];
-            let port = emu::tcp_pep::DEFAULT_PORT;
-            (
-                args,
-                vec![
-                    "-Hntl".into(),
-                    "sport".into(),
-                    "=".into(),
-                    format!(":{port}"),
-                ],
-            )
-        }
-    };
-    let name = &args[0];
-    let mut process = Process::spawn(
-        name,
-        Some(&middle.netns),
-        limit + Duration::from_secs(30),
-        &pepkit,
-        &args,
-    )
-    .map_err(|e| format!("{name}: {e}"))?;
-    let started = Instant::now();
-    loop {
-        let up = emu::command::in_netns(&middle.netns, "ss", &listening)
-            .is_ok_and(|out| !out.trim().is_empty());
-        if up {
-            return Ok(Some(process));
-        }
-        if process.has_exited() || started.elapsed() > Duration::from_secs(10) {
-            let finished = process.stop();
-            return Err(format!(
-                "{name} did not start listening: {}",
-                finished.stderr.trim()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Reads the daemon's final stats line (JSON) into the result.
-fn add_daemon_stats(result: &mut TrialResult, middle: Middle, finished: &emu::Finished) {
-    let stats = finished
-        .stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str::<serde_json::Value>(line).ok());
-    let Some(serde_json::Value::Object(stats)) = stats else {
-        result.errors.push(format!(
-            "{middle:?} daemon left no stats line: {}",
-            finished.stderr.trim()
-        ));
-        return;
-    };
-    let prefix = match middle {
-        Middle::Sidekick => "proxy",
-        _ => "pep",
-    };
-    for (key, value) in stats {
-        if let Some(number) = value.as_f64() {
-            result.metrics.insert(format!("{prefix}_{key}"), number);
+            Middle::Service(handle, stop) => {
+                stop.store(true, Ordering::Relaxed);
+                match handle.join() {
+                    Ok(Ok(Ok(metrics))) => {
+                        for (name, value) in metrics {
+                            result.set(name, value);
+                        }
+                    }
+                    Ok(Ok(Err(error))) => result.errors.push(format!("middle: {error}")),
+                    Ok(Err(error)) => result.errors.push(format!("middle: {error}")),
+                    Err(_) => result.errors.push("middle: its thread panicked".into()),
+                }
+                None
+            }
         }
     }
 }
 
-/// A QUIC (or media) trial: the simulator's hosts on the testbed.
-fn run_quic(
+/// The driver's counters that say whether it kept up.
+fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
+    result.set("middle_frames", stats.frames as f64);
+    result.set("middle_kernel_drops", stats.kernel_drops as f64);
+    result.set("middle_send_errors", stats.send_errors as f64);
+}
+
+/// Starts what runs on middle node `at` and waits until it serves.
+fn start_middle(testbed: &Testbed, at: usize, on_testbed: OnTestbed) -> Result<Middle, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    match on_testbed {
+        OnTestbed::Router => Ok(Middle::Router),
+        OnTestbed::Engine {
+            engine,
+            placement,
+            local,
+        } => {
+            let placement = match placement {
+                Placement::InPath => emu::driver::Placement::InPath {
+                    routes: testbed
+                        .routes(at)
+                        .ok_or_else(|| format!("no middle node {at}"))?,
+                },
+                Placement::Beside => emu::driver::Placement::Beside { sniff: vec![0] },
+            };
+            let local = local
+                .into_iter()
+                .filter_map(|addr| match addr {
+                    SocketAddr::V4(v4) => Some(v4),
+                    SocketAddr::V6(_) => None,
+                })
+                .collect::<Vec<SocketAddrV4>>();
+            let thread = testbed
+                .run_middlebox(at, placement, local, engine, stop.clone())
+                .map_err(|e| format!("middle: {e}"))?;
+            Ok(Middle::Engine(thread, stop))
+        }
+        OnTestbed::Service(service) => start_service(testbed, at, service, stop),
+    }
+}
+
+/// Runs `service` on a thread in middle node `at`'s namespace.
+fn start_service(
+    testbed: &Testbed,
+    at: usize,
+    service: Box<dyn Service>,
+    stop: Arc<AtomicBool>,
+) -> Result<Middle, String> {
+    let node = testbed
+        .middle(at)
+        .ok_or_else(|| format!("no middle node {at}"))?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let service_stop = stop.clone();
+    let handle = testbed
+        .spawn_in(node, "middle-service", move || {
+            let ready = move || {
+                let _ = ready_tx.send(());
+            };
+            service.run(service_stop, &ready)
+        })
+        .map_err(|e| format!("middle: {e}"))?;
+    match ready_rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(()) => Ok(Middle::Service(handle, stop)),
+        Err(_) => {
+            stop.store(true, Ordering::Relaxed);
+            let why = match handle.join() {
+                Ok(Ok(Err(error))) => error,
+                Ok(Err(error)) => error.to_string(),
+                _ => "it did not start within 10 s".into(),
+            };
+            Err(format!("middle: {why}"))
+        }
+    }
+}
+
+/// Our hosts on the testbed: the chain's one flow, client and server.
+fn run_hosts(
     prepared: &Prepared,
     testbed: &Testbed,
-    variant: &str,
-    trial: u32,
+    (variant, trial): (&str, u32),
+    flows: Vec<FlowHosts>,
     deadline: Time,
-    stop: &Arc<AtomicBool>,
+    middle: Middle,
 ) -> Result<TrialResult, String> {
     let scenario = prepared.scenario();
-    let Endpoints {
+    let seed = scenario.trial_seed(trial);
+    let Ok([flow]) = <[FlowHosts; 1]>::try_from(flows) else {
+        return Err("real mode runs one flow (a chain)".into());
+    };
+    let FlowHosts {
         client,
         server,
-        pacubic,
-    } = prepared.endpoints(trial);
+        meta,
+        ..
+    } = flow;
+    let stop = Arc::new(AtomicBool::new(false));
     let server = testbed
         .run_host(
             testbed.server(),
-            server.host,
-            vec![scenario.server_addr()],
+            server,
+            vec![meta.addrs.1],
             &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
         )
         .map_err(|e| format!("server: {e}"))?;
     let client = testbed
         .run_host(
             testbed.client(),
-            client.host,
-            vec![scenario.client_addr()],
+            client,
+            vec![meta.addrs.0],
             &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
         )
         .map_err(|e| format!("client: {e}"))?;
@@ -298,47 +308,41 @@ fn run_quic(
         emu::HostStop::TimeLimit => "time_limit",
         emu::HostStop::Stopped => "stopped",
     };
-    let seed = scenario.trial_seed(trial);
-    let mut result = TrialResult::new(variant, trial, seed, stop_name, client.end, 0, Vec::new());
+    let mut result = TrialResult::new(variant, trial, seed, stop_name, client.end, 0);
+    let middle = middle.stop(&mut result);
     let ran = Ran {
         client: client.host,
         server: server.host,
+        middle,
     };
-    collect(&ran, scenario, &mut result);
-    if let Some(factory) = pacubic {
-        add_pacubic_metrics(&mut result, &factory, "");
-    }
-    let sent_errors = client.stats.send_errors + server.stats.send_errors;
-    if sent_errors > 0 {
-        result
-            .metrics
-            .insert("socket_send_errors".into(), sent_errors as f64);
+    let metas: [FlowMeta; 1] = [meta];
+    collect(scenario, &metas, &ran, &mut result);
+    let send_errors = client.stats.send_errors + server.stats.send_errors;
+    if send_errors > 0 {
+        result.set("socket_send_errors", send_errors as f64);
     }
     Ok(result)
 }
 
 /// A TCP bulk trial: Linux TCP with the endpoints' congestion control.
 fn run_tcp(
-    scenario: &Scenario,
+    tcp: &TcpTransfer,
     testbed: &Testbed,
-    variant: &str,
-    trial: u32,
+    (variant, trial, seed): (&str, u32, netsim::Seed),
     limit: Duration,
 ) -> Result<TrialResult, String> {
     use emu::tcp_bulk::{
         BulkDirection, TcpBulkClient, TcpBulkClientConfig, TcpBulkServer, TcpBulkServerConfig,
     };
-    let Workload::Bulk { direction, size } = &scenario.workload else {
-        unreachable!("checked: tcp carries bulk transfers only");
+    let direction = match tcp.direction {
+        crate::workloads::BulkDirection::Upload => BulkDirection::Upload,
+        crate::workloads::BulkDirection::Download => BulkDirection::Download,
     };
-    let direction = match direction {
-        crate::scenario::BulkDirection::Upload => BulkDirection::Upload,
-        crate::scenario::BulkDirection::Download => BulkDirection::Download,
-    };
-    let server_addr = scenario.server_addr();
+    let size = tcp.size;
+    let server_addr = tcp.server;
     let stop = Arc::new(AtomicBool::new(false));
     let mut server_config = TcpBulkServerConfig::new(server_addr);
-    server_config.congestion = scenario.server.controller.clone();
+    server_config.congestion = tcp.server_controller.clone();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let server_stop = stop.clone();
     let server = testbed
@@ -361,9 +365,9 @@ fn run_tcp(
         .recv()
         .map_err(|_| "the TCP server thread died".to_string())?
         .map_err(|e| format!("server: {e}"))?;
-    let mut config = TcpBulkClientConfig::new(server_addr, direction, size.0);
-    config.congestion = scenario.client.controller.clone();
-    config.bind = Some(std::net::SocketAddr::new(scenario.client.addr, 0));
+    let mut config = TcpBulkClientConfig::new(server_addr, direction, size);
+    config.congestion = tcp.client_controller.clone();
+    config.bind = Some(std::net::SocketAddr::new(tcp.client.ip(), 0));
     config.timeout = limit;
     let clock = testbed.clock();
     let client = testbed
@@ -380,19 +384,19 @@ fn run_tcp(
         .map_err(|_| "the TCP server thread panicked".to_string())?
         .map_err(|e| format!("server: {e}"))?
         .unwrap_or_default();
-    let seed = scenario.trial_seed(trial);
     let (stop_name, end) = match &client {
         Ok(report) => ("finished", clock.at(report.end)),
         Err(_) => ("error", clock.now()),
     };
-    let mut result = TrialResult::new(variant, trial, seed, stop_name, end, 0, Vec::new());
+    let mut result = TrialResult::new(variant, trial, seed, stop_name, end, 0);
     // The PEP is transparent: the server must see the client's address.
     if let Some(record) = records.first()
-        && record.peer.ip() != scenario.client.addr
+        && record.peer.ip() != tcp.client.ip()
     {
         result.errors.push(format!(
             "server: the connection came from {}, not from the client {}",
-            record.peer, scenario.client.addr
+            record.peer,
+            tcp.client.ip()
         ));
     }
     match client {
@@ -406,7 +410,7 @@ fn run_tcp(
                 BulkDirection::Download => report.end,
             };
             let completion = end.saturating_duration_since(report.start);
-            result.completed = report.bytes == size.0;
+            result.completed = report.bytes == size;
             if result.completed && !completion.is_zero() {
                 result.metrics.insert(
                     "goodput_mbps".into(),

@@ -1,364 +1,219 @@
-//! A trial of competing flows (`[[flows]]`): bulk uploads from several
-//! clients, each over its own access hop, sharing one bottleneck.
+//! The simulator driver: the trial's hosts on a chain, or on a dumbbell
+//! for competing flows, with the middle system's engine on its node, run
+//! in virtual time.
 //!
 //! ```text
-//! client 0 ─ path[0] ─┐                        ┌─ 10 µs ─ server 0
-//! client 1 ─ path[0] ─┼─ left ═ path[1] ═ right ┼─ 10 µs ─ server 1
+//! chain:     client ─ path[0] ─ node 0 ─ path[1] ─ … ─ server
+//! dumbbell:  client 0 ─ path[0] ─┐                         ┌─ 10 µs ─ server 0
+//!            client 1 ─ path[0] ─┼─ left ═ path[1] ═ right ─┼─ 10 µs ─ server 1
 //! ```
 //!
-//! The left router runs `middle`: the Sidekick proxy (asked by the flows
-//! with `sidekick = true`), split-connection proxies for the flows with
-//! `split = true`, or nothing. Each receiver's access hop is fast and short
-//! (10 µs, 10 Gbit/s, no buffer limit, no loss), so that the path of every
-//! flow is its access hop and the bottleneck, as in the chain.
+//! On a dumbbell the system runs on the left router; each receiver's
+//! access hop is fast and short (10 µs, 10 Gbit/s, no buffer limit, no
+//! loss), so that the path of every flow is its access hop and the
+//! bottleneck, as in the chain.
 
-use crate::report::slug;
-use crate::scenario::{Middle, Scenario, Workload};
-use crate::trial::{
-    LinkReport, PACUBIC, Pacubic, TrialResult, add_errors, add_pacubic_metrics, add_series,
-    bulk_server, endpoint_config, sidekick_proxy, sidekick_sender_config,
-};
+use super::plan::{self, FlowHosts};
+use super::{Engines, FlowMeta, Prepared, collect};
+use crate::outcome::{LinkReport, TrialResult};
+use crate::scenario::{Scenario, Traffic};
+use crate::systems::Topology;
 use netsim::{
-    Datagram, Dumbbell, DumbbellSpec, FlowPair, HopConfig, HostSpec, Interface, LinkConfig,
-    MiddleSpec, Middlebox, Rate, Simulator, Time, Transmit,
+    ChainSpec, DumbbellSpec, FlowPair, HopConfig, HopLinks, Host, HostSpec, LinkConfig, MiddleSpec,
+    Middlebox, NodeId, Rate, Simulator, StopReason, Time,
 };
-use quack::F32;
-use quic::{
-    BulkClient, BulkReport, BulkServerFactory, ControllerRegistry, QuicClient, QuicConfig,
-    QuicServer, SplitProxy,
-};
-use sidekick::{SidekickHost, SidekickProxy};
-use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Every receiver's access hop: fast and short, so that it changes nothing.
+/// Every receiver's access hop on a dumbbell: fast and short, so that it
+/// changes nothing.
 fn receiver_access() -> HopConfig {
     let link = LinkConfig::constant(Duration::from_micros(10), Rate::from_gbps(10));
     HopConfig::new(link.clone(), link)
 }
 
-/// Runs trial `trial` of a scenario with `[[flows]]`; `hops` are the
-/// prepared link configurations of `path`.
-pub(crate) fn run(
-    scenario: &Scenario,
-    hops: &[HopConfig],
-    registry: &ControllerRegistry,
-    variant: &str,
-    trial: u32,
-) -> TrialResult {
+/// The nodes and links to read back after the run.
+struct Built {
+    clients: Vec<NodeId>,
+    servers: Vec<NodeId>,
+    middle: Option<NodeId>,
+    /// Each hop's links by the name its reports use.
+    hops: Vec<(String, HopLinks)>,
+}
+
+/// A finished simulation's engines.
+struct Simulated<'a> {
+    sim: &'a Simulator,
+    built: &'a Built,
+}
+
+impl Engines for Simulated<'_> {
+    fn client(&self, index: usize) -> Option<&dyn Host> {
+        self.sim.host_dyn(*self.built.clients.get(index)?)
+    }
+
+    fn server(&self, index: usize) -> Option<&dyn Host> {
+        self.sim.host_dyn(*self.built.servers.get(index)?)
+    }
+
+    fn middle(&self) -> Option<&dyn Middlebox> {
+        self.sim.middlebox_dyn(self.built.middle?)
+    }
+}
+
+/// Runs trial `trial` of `variant` in the simulator.
+pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult {
+    let scenario = prepared.scenario();
     let seed = scenario.trial_seed(trial);
-    let mut quic = QuicConfig::new(seed).with_registry(registry.clone());
-    if let Some(bytes) = scenario.max_udp_payload {
-        quic = quic.with_max_udp_payload(bytes);
-    }
-    if let Some(interval) = scenario.sample_interval {
-        quic = quic.with_sampling(interval.0);
-    }
-    let Workload::Bulk { size, .. } = &scenario.workload else {
-        unreachable!("checked: [[flows]] need a bulk upload")
+    let topology = match &scenario.traffic {
+        Traffic::Hosts { topology, .. } => *topology,
+        Traffic::KernelTcp(_) => {
+            let why = "TCP runs in real mode only (pepkit run --real)".to_string();
+            return TrialResult::failed(variant, trial, seed, why);
+        }
     };
-    let mut dumbbell = DumbbellSpec::new(hops[1].clone());
-    let mut pacubic = Vec::new();
-    let mut splits = Vec::new();
-    for (index, flow) in scenario.flows.iter().enumerate() {
-        let client_addr = scenario.flow_client_addr(index);
-        let server_addr = scenario.flow_server_addr(index);
-        let controller = scenario.flow_controller(index);
-        let mut client_quic = endpoint_config(&quic, &scenario.client, controller);
-        let mut signals = sidekick::Signals::default();
-        if controller == PACUBIC {
-            let spec = scenario
-                .sidekick
-                .as_ref()
-                .expect("checked: pacubic has a sidekick");
-            let wired = Pacubic::new(registry, client_quic, spec);
-            client_quic = wired.quic;
-            signals = wired.signals;
-            pacubic.push((index, wired.factory));
+    let flows = plan::flows(prepared, trial);
+    let system = scenario.middle.system();
+    let engine = plan::with_setup(prepared, trial, |setup| system.middlebox(setup));
+    let middle = |name: &str| match engine {
+        Some(engine) => {
+            let spec = MiddleSpec::with_boxed(name, engine);
+            match system.address() {
+                Some(addr) => spec.with_addr(addr),
+                None => spec,
+            }
         }
-        let bytes = flow.size.unwrap_or(*size).0;
-        let app = BulkClient::new(quic::Direction::Upload, bytes);
-        let endpoint = QuicClient::new(client_quic, client_addr, server_addr, app)
-            .expect("controllers were checked when the variant was prepared");
-        let name = format!("{} client", flow.name);
-        let client = if flow.sidekick {
-            let spec = scenario.sidekick.as_ref().expect("checked: a [sidekick]");
-            let engine = sidekick_sender_config(spec);
-            let host = SidekickHost::<_, F32>::new(
-                endpoint,
-                engine,
-                seed.derive(&format!("sidekick/{index}")),
-            )
-            .with_signals(signals);
-            HostSpec::new(name, client_addr.ip(), host)
-        } else {
-            HostSpec::new(name, client_addr.ip(), endpoint)
-        };
-        let server = bulk_server(
-            &format!("{} server", flow.name),
-            endpoint_config(&quic, &scenario.server, &scenario.server.controller),
-            server_addr,
-            scenario.server.min_ack_delay,
-        );
-        if flow.split {
-            // As in the chain: the client-facing leg sends the server's
-            // data, the server-facing leg the client's.
-            let back = scenario.split_controller.as_deref().unwrap_or(controller);
-            let front = quic.clone().with_congestion(&scenario.server.controller);
-            splits.push(
-                SplitProxy::new(front, quic.clone().with_congestion(back), server_addr)
-                    .expect("controllers were checked when the variant was prepared"),
-            );
-        }
-        dumbbell = dumbbell.pair(FlowPair {
-            sender: client.starting_at(Time::ZERO + flow.start.0),
-            receiver: server,
-            sender_access: hops[0].clone(),
-            receiver_access: receiver_access(),
-        });
-    }
-    let left = match scenario.middle {
-        Middle::Router | Middle::Pep => MiddleSpec::forwarder("left"),
-        Middle::Sidekick => sidekick_proxy(scenario, seed),
-        Middle::Split => MiddleSpec::with_middlebox("split-proxies", SplitMux::new(splits)),
+        None => MiddleSpec::forwarder(name),
     };
     let mut sim = Simulator::new(seed);
-    let built = sim
-        .add_dumbbell(dumbbell.with_left(left))
-        .expect("a dumbbell with at least one flow and distinct addresses");
-    let outcome = sim.run_until(Time::ZERO + scenario.time_limit.0);
-    let links = link_reports(&sim, &built, scenario);
-    let mut result = TrialResult::simulated(variant, trial, seed, &sim, outcome, links);
-    collect(&sim, &built, scenario, &mut result);
-    for (index, factory) in pacubic {
-        let suffix = format!("_{}", slug(&scenario.flows[index].name));
-        add_pacubic_metrics(&mut result, &factory, &suffix);
-    }
+    let (built, metas) = match topology {
+        Topology::Chain => chain(&mut sim, scenario, prepared.hops(), flows, middle),
+        Topology::Dumbbell => dumbbell(&mut sim, scenario, prepared.hops(), flows, middle),
+    };
+    let outcome = sim.run_until(Time::ZERO + scenario.time_limit);
+    let stop = match outcome.reason {
+        StopReason::AllFinished => "finished",
+        StopReason::TimeLimit => "time_limit",
+        StopReason::Idle => "idle",
+    };
+    let mut result = TrialResult::new(variant, trial, seed, stop, outcome.end, sim.stats().events);
+    let links = built.hops.iter().flat_map(|(name, links)| {
+        LinkReport::hop(
+            name,
+            sim.link_stats(links.forward),
+            sim.link_stats(links.reverse),
+        )
+    });
+    result.add_links(links.collect());
+    let engines = Simulated {
+        sim: &sim,
+        built: &built,
+    };
+    collect(scenario, &metas, &engines, &mut result);
     result
 }
 
-/// The bottleneck as `<path[1]>/…`, each flow's access hop as
-/// `<path[0]>-<flow>/…` and its receiver's as `access-<flow>/…`.
-fn link_reports(sim: &Simulator, built: &Dumbbell, scenario: &Scenario) -> Vec<LinkReport> {
-    let mut hops = vec![(scenario.path[1].clone(), built.bottleneck)];
-    for (flow, pair) in scenario.flows.iter().zip(&built.pairs) {
-        let name = slug(&flow.name);
-        hops.push((format!("{}-{name}", scenario.path[0]), pair.sender_access));
-        hops.push((format!("access-{name}"), pair.receiver_access));
+/// A chain: the one flow's client, the path with a node between each two
+/// hops (node `middle_at` runs the system), the server.
+fn chain(
+    sim: &mut Simulator,
+    scenario: &Scenario,
+    hops: &[HopConfig],
+    flows: Vec<FlowHosts>,
+    middle: impl FnOnce(&str) -> MiddleSpec,
+) -> (Built, Vec<FlowMeta>) {
+    let mut metas = Vec::new();
+    let mut spec = None;
+    for flow in flows {
+        let client = HostSpec::boxed("client", flow.meta.addrs.0.ip(), flow.client);
+        let server = HostSpec::boxed("server", flow.meta.addrs.1.ip(), flow.server);
+        spec = Some(ChainSpec::new(client, server));
+        metas.push(flow.meta);
     }
-    let mut reports = Vec::new();
-    for (name, links) in hops {
-        for (direction, link) in [("forward", links.forward), ("reverse", links.reverse)] {
-            reports.push(LinkReport::new(
-                format!("{name}/{direction}"),
-                sim.link_stats(link),
-            ));
+    let Some(mut spec) = spec else {
+        return (empty(), metas);
+    };
+    let mut middle = Some(middle);
+    for (index, hop) in hops.iter().enumerate() {
+        if index > 0 {
+            let name = format!("middle{}", index - 1);
+            let node = match middle.take_if(|_| index - 1 == scenario.middle_at) {
+                Some(middle) => middle(&name),
+                None => MiddleSpec::forwarder(name),
+            };
+            spec = spec.middle(node);
         }
+        spec = spec.hop(hop.clone());
     }
-    reports
+    let Ok(chain) = sim.add_chain(spec) else {
+        return (empty(), metas);
+    };
+    let built = Built {
+        clients: vec![chain.sender],
+        servers: vec![chain.receiver],
+        middle: chain.middles.get(scenario.middle_at).copied(),
+        hops: scenario
+            .path
+            .iter()
+            .map(|hop| hop.name.clone())
+            .zip(chain.hops.iter().copied())
+            .collect(),
+    };
+    (built, metas)
 }
 
-/// Per flow: goodput, completion time, sender counters, errors; then the
-/// flows' total goodput, shares and Jain's fairness index.
-fn collect(sim: &Simulator, built: &Dumbbell, scenario: &Scenario, result: &mut TrialResult) {
-    let splits = sim.middlebox::<SplitMux>(built.left);
-    if let Some(proxy) = sim.middlebox::<SidekickProxy>(built.left) {
-        let quacks = proxy.stats().quacks as f64;
-        result.metrics.insert("proxy_quacks".into(), quacks);
-    }
-    let mut goodputs = Vec::new();
-    for (index, (flow, pair)) in scenario.flows.iter().zip(&built.pairs).enumerate() {
-        let name = slug(&flow.name);
-        let client = match sim.host::<SidekickHost<QuicClient<BulkClient>, F32>>(pair.sender) {
-            Some(wrapped) => {
-                let stats = wrapped.stats();
-                let metrics = &mut result.metrics;
-                metrics.insert(format!("sidekick_quacks_{name}"), stats.quacks as f64);
-                metrics.insert(
-                    format!("sidekick_retransmitted_{name}"),
-                    stats.retransmitted as f64,
-                );
-                metrics.insert(format!("sidekick_resets_{name}"), stats.resets as f64);
-                wrapped.inner()
-            }
-            None => sim
-                .host::<QuicClient<BulkClient>>(pair.sender)
-                .expect("the client host"),
-        };
-        let server = match sim.host::<quic::AckDelay<QuicServer<BulkServerFactory>>>(pair.receiver)
-        {
-            Some(delayed) => delayed.inner(),
-            None => sim
-                .host::<QuicServer<BulkServerFactory>>(pair.receiver)
-                .expect("the server host"),
-        };
-        // A split flow's data crosses the bottleneck on the proxy's
-        // server-facing leg.
-        let client_addr = scenario.flow_client_addr(index);
-        let server_addr = scenario.flow_server_addr(index);
-        let split = splits
-            .and_then(|mux| mux.proxy(server_addr))
-            .and_then(|proxy| proxy.back_record(client_addr));
-        if let Some(record) = split.or(client.record()) {
-            if index == 0 {
-                add_series(result, record);
-            }
-            let stats = &record.stats;
-            let metrics = &mut result.metrics;
-            metrics.insert(
-                format!("sender_lost_packets_{name}"),
-                stats.lost_packets as f64,
-            );
-            metrics.insert(
-                format!("sender_sent_packets_{name}"),
-                stats.sent_packets as f64,
-            );
-        }
-        add_errors(result, &format!("{} client", flow.name), client.record());
-        let report = BulkReport::from_hosts(client, server);
-        // A flow that finished before the others: its server went on to
-        // see the client (or the split proxy) close with code 0, the
-        // normal end, which a chain's trial stops before seeing.
-        let server_record = server.records().next().filter(|record| {
-            let normal = record.error.as_ref().is_some_and(|error| {
-                error.starts_with("closed by peer: ") && error.ends_with(" (code 0)")
-            });
-            !(normal && report.is_some())
+/// A dumbbell: each flow's client behind its own access hop (`path[0]`),
+/// the shared bottleneck (`path[1]`) between the left router (running the
+/// system) and the right one, each server behind a short, fast hop.
+fn dumbbell(
+    sim: &mut Simulator,
+    scenario: &Scenario,
+    hops: &[HopConfig],
+    flows: Vec<FlowHosts>,
+    middle: impl FnOnce(&str) -> MiddleSpec,
+) -> (Built, Vec<FlowMeta>) {
+    let (Some(access), Some(bottleneck)) = (hops.first(), hops.get(1)) else {
+        return (empty(), Vec::new());
+    };
+    let mut spec = DumbbellSpec::new(bottleneck.clone());
+    let mut metas = Vec::new();
+    for flow in flows {
+        let who = |side: &str| flow.meta.names.who(side);
+        let client = HostSpec::boxed(who("client"), flow.meta.addrs.0.ip(), flow.client);
+        let server = HostSpec::boxed(who("server"), flow.meta.addrs.1.ip(), flow.server);
+        spec = spec.pair(FlowPair {
+            sender: client.starting_at(flow.start),
+            receiver: server,
+            sender_access: access.clone(),
+            receiver_access: receiver_access(),
         });
-        add_errors(result, &format!("{} server", flow.name), server_record);
-        if let Some(report) = report {
-            let goodput = report.goodput.bits_per_sec() as f64 / 1e6;
-            let metrics = &mut result.metrics;
-            metrics.insert(format!("goodput_mbps_{name}"), goodput);
-            metrics.insert(
-                format!("completion_s_{name}"),
-                report.completion.as_secs_f64(),
-            );
-            goodputs.push((name, goodput));
-        }
+        metas.push(flow.meta);
     }
-    if goodputs.len() < scenario.flows.len() {
-        return;
+    let Ok(built) = sim.add_dumbbell(spec.with_left(middle("left"))) else {
+        return (empty(), metas);
+    };
+    let (access, bottleneck) = (&scenario.path[0].name, &scenario.path[1].name);
+    let mut named = vec![(bottleneck.clone(), built.bottleneck)];
+    for (meta, pair) in metas.iter().zip(&built.pairs) {
+        let name = meta.names.suffix.trim_start_matches('_');
+        named.push((format!("{access}-{name}"), pair.sender_access));
+        named.push((format!("access-{name}"), pair.receiver_access));
     }
-    result.completed = true;
-    let total: f64 = goodputs.iter().map(|(_, g)| g).sum();
-    let metrics = &mut result.metrics;
-    metrics.insert("goodput_mbps".into(), total);
-    for (name, goodput) in &goodputs {
-        let share = if total > 0.0 { goodput / total } else { 0.0 };
-        metrics.insert(format!("share_{name}"), share);
-    }
-    metrics.insert(
-        "jain_index".into(),
-        jain_index(goodputs.iter().map(|(_, g)| *g)),
-    );
+    let built = Built {
+        clients: built.pairs.iter().map(|pair| pair.sender).collect(),
+        servers: built.pairs.iter().map(|pair| pair.receiver).collect(),
+        middle: Some(built.left),
+        hops: named,
+    };
+    (built, metas)
 }
 
-/// Jain's fairness index (Σx)² / (n · Σx²): 1 when all are equal, 1/n
-/// when one takes everything (1 for no or all-zero values).
-pub(crate) fn jain_index(values: impl IntoIterator<Item = f64>) -> f64 {
-    let (mut n, mut sum, mut squares) = (0.0, 0.0, 0.0);
-    for x in values {
-        n += 1.0;
-        sum += x;
-        squares += x * x;
-    }
-    if squares == 0.0 {
-        1.0
-    } else {
-        sum * sum / (n * squares)
-    }
-}
-
-/// Split proxies for some flows on the dumbbell's left router.
-///
-/// A [`SplitProxy`] relays one server address and takes interface 0 for
-/// its clients' side and 1 for the server's, as on a chain. On the left
-/// router interface 0 is the bottleneck and the clients are behind 1…n, so
-/// this maps interfaces (the bottleneck is the servers' side, anything else
-/// the clients'), gives each datagram to the proxy of its server, forwards
-/// the rest, and routes what the proxies send by destination.
-struct SplitMux {
-    proxies: Vec<SplitProxy>,
-    outbox: VecDeque<Transmit>,
-}
-
-/// A [`SplitProxy`]'s interfaces.
-const CLIENT_SIDE: Interface = Interface(0);
-const SERVER_SIDE: Interface = Interface(1);
-
-impl SplitMux {
-    fn new(proxies: Vec<SplitProxy>) -> SplitMux {
-        SplitMux {
-            proxies,
-            outbox: VecDeque::new(),
-        }
-    }
-
-    /// The proxy of the server at `server`.
-    fn proxy(&self, server: std::net::SocketAddr) -> Option<&SplitProxy> {
-        self.proxies.iter().find(|proxy| proxy.server() == server)
-    }
-}
-
-impl Middlebox for SplitMux {
-    fn handle_datagram(&mut self, now: Time, from: Interface, datagram: Datagram) {
-        let side = if from == Dumbbell::BOTTLENECK {
-            SERVER_SIDE
-        } else {
-            CLIENT_SIDE
-        };
-        let mine = |proxy: &&mut SplitProxy| match side {
-            CLIENT_SIDE => datagram.dst == proxy.server(),
-            _ => datagram.src == proxy.server(),
-        };
-        match self.proxies.iter_mut().find(mine) {
-            Some(proxy) => proxy.handle_datagram(now, side, datagram),
-            None => self.outbox.push_back(Transmit::at(now, datagram)),
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Time) {
-        for proxy in &mut self.proxies {
-            // Only the proxies whose timers are due: an early call would
-            // poll their connections at an instant they did not ask for.
-            if proxy.poll_timeout().is_some_and(|at| at <= now) {
-                proxy.handle_timeout(now);
-            }
-        }
-    }
-
-    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
-        if let Some(transmit) = self.outbox.pop_front() {
-            return Some(transmit);
-        }
-        for proxy in &mut self.proxies {
-            if let Some(transmit) = proxy.poll_transmit(now) {
-                // The left router's routes know every client and send
-                // everything else over the bottleneck.
-                return Some(Transmit::at(transmit.at, transmit.datagram));
-            }
-        }
-        None
-    }
-
-    fn poll_timeout(&mut self) -> Option<Time> {
-        self.proxies
-            .iter_mut()
-            .filter_map(|proxy| proxy.poll_timeout())
-            .min()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::jain_index;
-
-    #[test]
-    fn jain_index_is_one_for_equal_shares_and_one_over_n_for_a_hog() {
-        assert!((jain_index([3.0, 3.0]) - 1.0).abs() < 1e-12);
-        assert!((jain_index([4.0, 0.0]) - 0.5).abs() < 1e-12);
-        // (1 + 3)² / (2 · (1 + 9)) = 0.8
-        assert!((jain_index([1.0, 3.0]) - 0.8).abs() < 1e-12);
+/// Nothing to read back (the topology could not be built: reported as
+/// missing hosts).
+fn empty() -> Built {
+    Built {
+        clients: Vec::new(),
+        servers: Vec::new(),
+        middle: None,
+        hops: Vec::new(),
     }
 }

@@ -1,0 +1,65 @@
+//! The figures a scenario asks for (`[[plots]]`); `report::plot` draws
+//! them.
+
+use serde::{Deserialize, Serialize};
+
+/// A figure to draw from the results.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Plot {
+    /// The median of a metric per variant, with p25–p75 error bars.
+    Bars {
+        /// The metric.
+        metric: String,
+        /// The figure's title (default: the scenario's title).
+        #[serde(default)]
+        title: Option<String>,
+    },
+    /// A sampled connection variable over time (needs `sample_interval`),
+    /// one line per variant, from one trial.
+    Series {
+        /// The variable: a `series` key of the trial files, such as
+        /// `cwnd_bytes`.
+        field: String,
+        /// Which trial (default 0).
+        #[serde(default)]
+        trial: u32,
+        /// Only these variants (default: all).
+        #[serde(default)]
+        variants: Vec<String>,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+    },
+    /// A metric against a swept field: per swept variant, a line through
+    /// the medians with p25–p75 error bars (like Sidekick's Figure 6).
+    Lines {
+        /// The metric.
+        metric: String,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+        /// The x axis's label (default: the swept field).
+        #[serde(default)]
+        x_label: Option<String>,
+        /// Multiply x values by this for the axis (e.g. 100 for percent).
+        #[serde(default = "one")]
+        x_scale: f64,
+    },
+    /// The distribution of per-packet or per-frame values, one line per
+    /// variant, all trials pooled.
+    Cdf {
+        /// The distribution (a `distributions` key of the trial files).
+        distribution: String,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+        /// Start the CDF axis here (default 0) to show a tail.
+        #[serde(default)]
+        y_from: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}

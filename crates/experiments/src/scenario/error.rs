@@ -1,0 +1,54 @@
+//! Why a scenario file did not load: every error names the file and,
+//! where it can, the field, the variant and what is allowed.
+
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A scenario file that failed to load.
+#[derive(Debug, Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A field is missing, unknown, of the wrong type or out of range.
+    #[error("{path}: {context}`{field}`: {message}")]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// `"variant \"X\": "` when the error arose in a variant, else empty.
+        context: String,
+        /// The field's dotted path, such as `hops.near.loss`.
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// A field error in `path` (`context` is `variant "X": ` or empty).
+pub(crate) fn field_error(path: &Path, context: &str, field: &str, message: &str) -> ScenarioError {
+    ScenarioError::Field {
+        path: path.to_path_buf(),
+        context: context.to_string(),
+        field: field.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// The message without the `in `field`` line the toml crate appends (the
+/// error names the field already).
+pub(crate) fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or(message)
+}

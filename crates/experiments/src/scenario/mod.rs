@@ -1,0 +1,197 @@
+//! The scenario file: what to run, which variants to compare, how many
+//! trials, and the paper's numbers and claims to put beside ours.
+//!
+//! A scenario is a TOML document (see `docs/experiments.md` for the full
+//! reference and `scenarios/` for examples). Every `[[variant]]` table is
+//! merged key by key over the rest of the document, so a variant states
+//! only what it changes (`hops.near.loss = 0.01`, `middle = "split"`).
+//!
+//! Reading a file has two steps. [`file`] parses the TOML into the serde
+//! types of [`raw`], which mirror what is written (unknown or mistyped
+//! fields are errors that name the field, the variant and what is
+//! allowed). `validate` then turns each variant into a [`Scenario`]: typed
+//! so that it cannot hold an invalid combination (a hop has a rate or a
+//! trace; a RED queue has its bandwidth; a flow has its addresses; the
+//! middle system and the workload carry their own validated settings),
+//! after the checks that span fields. Nothing downstream re-checks.
+
+mod check;
+mod error;
+mod file;
+mod hop;
+mod raw;
+mod validate;
+
+pub use check::Check;
+pub use error::ScenarioError;
+pub use file::{MAX_FILE_BYTES, ScenarioFile, SweepPoint, Variant};
+pub use hop::{Buffer, Capacity, Hop};
+pub use raw::{AckFrequencySpec, LossDirection, Transport};
+
+use crate::figure::Plot;
+use crate::outcome::Mode;
+use crate::systems::{Middle, Topology};
+use crate::workloads::{TcpTransfer, Workload};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A scenario with one variant applied, validated: everything a trial
+/// needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Short name (used in file names).
+    pub name: String,
+    /// One line for humans.
+    pub title: String,
+    /// The paper, table or figure this reproduces.
+    pub source: Option<String>,
+    /// The base seed; trial `i` of every variant uses the seed derived
+    /// from it and `i`.
+    pub seed: u64,
+    /// Trials per variant (at least 1).
+    pub trials: u32,
+    /// A trial stops at this time even if unfinished.
+    pub time_limit: Duration,
+    /// Fix QUIC's UDP payload size (no path-MTU discovery).
+    pub max_udp_payload: Option<u16>,
+    /// Sample the data sender's connection at this interval.
+    pub sample_interval: Option<Duration>,
+    /// The hops from the client to the server.
+    pub path: Vec<Hop>,
+    /// What runs on the middle node `middle_at`.
+    pub middle: Middle,
+    /// The middle node that runs `middle`, counting middle nodes from the
+    /// client side from 0 (the others are routers).
+    pub middle_at: usize,
+    /// The application traffic.
+    pub workload: Workload,
+    /// Who carries it.
+    pub traffic: Traffic,
+    /// Figures to draw (empty: the workload's usual ones).
+    pub plots: Vec<Plot>,
+}
+
+/// Who carries a scenario's traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Traffic {
+    /// Our hosts (QUIC endpoints, the media workload): in the simulator
+    /// and on testbeds.
+    Hosts {
+        /// A chain (one flow) or a dumbbell (`[[flows]]`).
+        topology: Topology,
+        /// The flows; a chain has one.
+        flows: Vec<Flow>,
+    },
+    /// Linux TCP (`transport = "tcp"`): one bulk transfer, real mode only.
+    KernelTcp(TcpTransfer),
+}
+
+/// One flow of our hosts: a client and a server and what they run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flow {
+    /// Its name (`[[flows]]`), or `None` for a chain's one flow.
+    pub name: Option<String>,
+    /// The client's address.
+    pub client: SocketAddr,
+    /// The server's address.
+    pub server: SocketAddr,
+    /// The client's controller.
+    pub client_controller: cc::Controller,
+    /// The server's controller.
+    pub server_controller: cc::Controller,
+    /// What the client asks of the server's acknowledgements.
+    pub client_ack_frequency: Option<quic::AckFrequency>,
+    /// What the server asks of the client's.
+    pub server_ack_frequency: Option<quic::AckFrequency>,
+    /// The server acknowledges at most once per this long.
+    pub server_min_ack_delay: Option<Duration>,
+    /// When the client starts.
+    pub start: Duration,
+    /// Its own transfer size, replacing the workload's.
+    pub size: Option<u64>,
+    /// Whether the middle system serves it.
+    pub served: bool,
+}
+
+impl Scenario {
+    /// Why this scenario cannot run in `mode`, if it cannot.
+    pub fn unsupported_in(&self, mode: Mode) -> Option<&'static str> {
+        let system = self.middle.system().unsupported_in(mode);
+        match (mode, &self.traffic) {
+            (Mode::Simulator, Traffic::KernelTcp(_)) => {
+                Some("TCP runs in real mode only (pepkit run --real)")
+            }
+            (Mode::Simulator, Traffic::Hosts { .. }) => system,
+            (Mode::Real, _) if system.is_some() => system,
+            (
+                Mode::Real,
+                Traffic::Hosts {
+                    topology: Topology::Dumbbell,
+                    ..
+                },
+            ) => Some("competing flows ([[flows]]) run in the simulator only"),
+            (Mode::Real, traffic) if !traffic.ipv4() => Some("real mode is IPv4 only"),
+            (Mode::Real, _) => None,
+        }
+    }
+
+    /// The per-trial seed: the same for trial `i` of every variant, so
+    /// variants are compared on the same random draws where they coincide.
+    pub fn trial_seed(&self, trial: u32) -> netsim::Seed {
+        netsim::Seed::new(self.seed).derive(&format!("trial/{trial}"))
+    }
+
+    /// The flows of our hosts (none with Linux TCP).
+    pub fn flows(&self) -> &[Flow] {
+        match &self.traffic {
+            Traffic::Hosts { flows, .. } => flows,
+            Traffic::KernelTcp(_) => &[],
+        }
+    }
+
+    /// The metrics a report leads with, in order.
+    pub fn headline(&self) -> Vec<String> {
+        match &self.traffic {
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                flows,
+            } => {
+                // Competing flows: the total, each flow's share, the fairness.
+                let mut names = vec!["goodput_mbps".to_string()];
+                for name in flows.iter().filter_map(|flow| flow.name.as_deref()) {
+                    names.push(format!("share_{}", crate::outcome::slug(name)));
+                }
+                names.push("jain_index".to_string());
+                names
+            }
+            _ => self
+                .workload
+                .kind()
+                .headline()
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
+        }
+    }
+
+    /// The figures to draw: the scenario's, or its workload's usual ones.
+    pub fn figures(&self) -> Vec<Plot> {
+        if self.plots.is_empty() {
+            self.workload.kind().plots()
+        } else {
+            self.plots.clone()
+        }
+    }
+}
+
+impl Traffic {
+    /// Whether every address is IPv4.
+    fn ipv4(&self) -> bool {
+        match self {
+            Traffic::Hosts { flows, .. } => flows
+                .iter()
+                .all(|flow| flow.client.is_ipv4() && flow.server.is_ipv4()),
+            Traffic::KernelTcp(tcp) => tcp.client.is_ipv4() && tcp.server.is_ipv4(),
+        }
+    }
+}

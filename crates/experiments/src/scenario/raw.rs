@@ -1,0 +1,182 @@
+//! The scenario file as written: serde types that mirror the TOML, with
+//! defaults, units and unknown-field errors. `validate` turns one into a
+//! [`super::Scenario`].
+
+use crate::figure::Plot;
+use crate::systems::Middle;
+use crate::units::{BitRate, Bytes, Span};
+use crate::workloads::Workload;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A whole scenario (with one variant merged in), as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_trials")]
+    pub trials: u32,
+    #[serde(default = "default_time_limit")]
+    pub time_limit: Span,
+    #[serde(default)]
+    pub max_udp_payload: Option<u16>,
+    #[serde(default)]
+    pub sample_interval: Option<Span>,
+    pub client: RawEndpoint,
+    pub server: RawEndpoint,
+    pub path: Vec<String>,
+    pub hops: BTreeMap<String, RawHop>,
+    #[serde(default, deserialize_with = "crate::shorthand::tagged")]
+    pub middle: Middle,
+    #[serde(default)]
+    pub middle_after: Option<String>,
+    pub workload: Workload,
+    #[serde(default)]
+    pub transport: Transport,
+    #[serde(default)]
+    pub flows: Vec<RawFlow>,
+    #[serde(default)]
+    pub plots: Vec<Plot>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_trials() -> u32 {
+    10
+}
+fn default_time_limit() -> Span {
+    Span(Duration::from_secs(600))
+}
+
+/// The transport the endpoints use.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Our hosts: QUIC endpoints (noq-proto with rustls), the media
+    /// workload's UDP.
+    #[default]
+    Quic,
+    /// Linux TCP, with the endpoints' `controller` as the sockets'
+    /// congestion control (`TCP_CONGESTION`); real mode only, bulk only.
+    Tcp,
+}
+
+/// One end of the path, as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEndpoint {
+    pub addr: IpAddr,
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// A controller by name or as a table (QUIC), or a Linux name (TCP);
+    /// read once the transport is known.
+    #[serde(default)]
+    pub controller: Option<toml::Value>,
+    #[serde(default)]
+    pub ack_frequency: Option<AckFrequencySpec>,
+    #[serde(default)]
+    pub min_ack_delay: Option<Span>,
+}
+
+/// An endpoint's `ack_frequency = { threshold = 50, max_delay = "50ms" }`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AckFrequencySpec {
+    /// Ack-eliciting packets the peer may receive without acknowledging.
+    pub threshold: u32,
+    /// The longest it may wait (noq-proto caps this at max(RTT, 25 ms)).
+    #[serde(default)]
+    pub max_delay: Option<Span>,
+}
+
+/// One hop, as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHop {
+    pub delay: Span,
+    #[serde(default)]
+    pub rate: Option<BitRate>,
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    #[serde(default)]
+    pub reverse_trace: Option<PathBuf>,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub gilbert_elliott: Option<GilbertElliottSpec>,
+    #[serde(default)]
+    pub loss_direction: LossDirection,
+    #[serde(default)]
+    pub buffer: RawBuffer,
+}
+
+/// The directions of a hop that random loss applies to.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LossDirection {
+    /// Both, as netem on both interfaces of a link.
+    #[default]
+    Both,
+    /// Client → server only.
+    Forward,
+    /// Server → client only.
+    Reverse,
+}
+
+/// The parameters of a Gilbert–Elliott loss model.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GilbertElliottSpec {
+    pub p: f64,
+    pub r: f64,
+    #[serde(default)]
+    pub loss_good: f64,
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A link's queue, as written.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum RawBuffer {
+    #[default]
+    Unlimited,
+    DropTail {
+        #[serde(default)]
+        packets: Option<u64>,
+        #[serde(default)]
+        bytes: Option<Bytes>,
+    },
+    Red {
+        limit: Bytes,
+    },
+}
+
+/// One competing flow (`[[flows]]`), as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFlow {
+    pub name: String,
+    #[serde(default, deserialize_with = "crate::shorthand::tagged_option")]
+    pub controller: Option<cc::Controller>,
+    /// The scenario's middle system serves this flow.
+    #[serde(default)]
+    pub middle: bool,
+    #[serde(default)]
+    pub start: Span,
+    #[serde(default)]
+    pub size: Option<Bytes>,
+}

@@ -1,0 +1,411 @@
+//! From the file as written ([`RawScenario`]) to a validated [`Scenario`]:
+//! every check that spans fields, in one place, each naming the field.
+
+use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport};
+use super::{Flow, Hop, Scenario, Traffic};
+use crate::figure::Plot;
+use crate::outcome::slug;
+use crate::systems::{Facts, Topology};
+use crate::workloads::{Side, TcpTransfer, Traits, Workload};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// A problem: the field (dotted) and what is wrong.
+type Problem = (String, String);
+
+fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
+    Err((field.to_string(), message.into()))
+}
+
+/// The most hops a path may have: every middle node decrements the IP TTL,
+/// which starts at 64.
+pub(crate) const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize - 1;
+
+/// The most competing flows.
+const MAX_FLOWS: usize = 200;
+
+/// The client's port unless given; the server's is [`SERVER_PORT`].
+const CLIENT_PORT: u16 = 5000;
+/// The server's port unless given.
+const SERVER_PORT: u16 = 4433;
+
+impl RawScenario {
+    /// Validates the scenario.
+    pub(crate) fn validate(self) -> Result<Scenario, Problem> {
+        self.check_run()?;
+        let path = self.path_hops()?;
+        let middle_at = match &self.middle_after {
+            None => 0,
+            Some(after) => match self.path.iter().position(|name| name == after) {
+                Some(index) if index + 1 < self.path.len() => index,
+                Some(_) => return fail("middle_after", "the last hop has no node after it"),
+                None => return fail("middle_after", format!("no hop called \"{after}\"")),
+            },
+        };
+        let traits = self.workload.traits();
+        let kernel_tcp = self.transport == Transport::Tcp;
+        self.middle.system().check(&Facts {
+            workload: traits,
+            hops: path.len(),
+            kernel_tcp,
+        })?;
+        if self.client.min_ack_delay.is_some() {
+            return fail(
+                "client.min_ack_delay",
+                "only the server (a bulk upload's receiver) can delay its ACKs",
+            );
+        }
+        if self.server.min_ack_delay.is_some() && !traits.server_ack_delay {
+            return fail(
+                "server.min_ack_delay",
+                "needs a bulk upload (the server must be the data receiver)",
+            );
+        }
+        if self.client.addr == self.server.addr {
+            return fail("server.addr", "must differ from client.addr");
+        }
+        let traffic = match self.transport {
+            Transport::Tcp => Traffic::KernelTcp(self.tcp_transfer(traits)?),
+            Transport::Quic if self.flows.is_empty() => Traffic::Hosts {
+                topology: Topology::Chain,
+                flows: vec![self.chain_flow(traits)?],
+            },
+            Transport::Quic => Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                flows: self.dumbbell_flows(middle_at, traits)?,
+            },
+        };
+        Ok(Scenario {
+            name: self.name,
+            title: self.title,
+            source: self.source,
+            seed: self.seed,
+            trials: self.trials,
+            time_limit: self.time_limit.0,
+            max_udp_payload: self.max_udp_payload,
+            sample_interval: self.sample_interval.map(|span| span.0),
+            path,
+            middle: self.middle,
+            middle_at,
+            workload: self.workload,
+            traffic,
+            plots: self.plots,
+        })
+    }
+
+    /// Trials, time limit, sampling, payload size and plots.
+    fn check_run(&self) -> Result<(), Problem> {
+        if self.trials == 0 {
+            return fail("trials", "must be at least 1");
+        }
+        if self
+            .sample_interval
+            .is_some_and(|span| span.0 < Duration::from_micros(100))
+        {
+            return fail("sample_interval", "must be at least 100us");
+        }
+        if let Some(index) = self
+            .plots
+            .iter()
+            .position(|plot| matches!(plot, Plot::Series { .. }))
+            && self.sample_interval.is_none()
+        {
+            return fail(
+                &format!("plots[{index}]"),
+                "a series plot needs `sample_interval`",
+            );
+        }
+        if self.time_limit.0.is_zero() {
+            return fail("time_limit", "must be positive");
+        }
+        if let Some(bytes) = self.max_udp_payload
+            && !(1200..=65_527).contains(&bytes)
+        {
+            return fail(
+                "max_udp_payload",
+                format!("{bytes} is outside 1200..=65527 (QUIC's minimum and UDP's maximum)"),
+            );
+        }
+        Ok(())
+    }
+
+    /// The hops of `path`, validated.
+    fn path_hops(&self) -> Result<Vec<Hop>, Problem> {
+        if self.path.is_empty() {
+            return fail("path", "names at least one hop");
+        }
+        if self.path.len() > MAX_HOPS {
+            return fail(
+                "path",
+                format!(
+                    "{} hops; at most {MAX_HOPS} (each node between hops decrements the IP \
+                     TTL, which starts at {})",
+                    self.path.len(),
+                    netsim::DEFAULT_TTL
+                ),
+            );
+        }
+        let mut validated: BTreeMap<&str, Hop> = BTreeMap::new();
+        let mut path = Vec::with_capacity(self.path.len());
+        for (index, name) in self.path.iter().enumerate() {
+            let Some(raw) = self.hops.get(name) else {
+                let known: Vec<&str> = self.hops.keys().map(String::as_str).collect();
+                return fail(
+                    &format!("path[{index}]"),
+                    format!("no hop called \"{name}\"; the hops are {known:?}"),
+                );
+            };
+            if !validated.contains_key(name.as_str()) {
+                let hop = Hop::new(name, raw)
+                    .map_err(|(field, message)| (format!("hops.{name}.{field}"), message))?;
+                validated.insert(name, hop);
+            }
+            path.push(validated[name.as_str()].clone());
+        }
+        if let Some(name) = self.hops.keys().find(|name| !self.path.contains(name)) {
+            return fail(&format!("hops.{name}"), "is not on the path");
+        }
+        Ok(path)
+    }
+
+    /// One Linux TCP bulk transfer.
+    fn tcp_transfer(&self, traits: Traits) -> Result<TcpTransfer, Problem> {
+        let Workload::Bulk(bulk) = &self.workload else {
+            return fail("transport", "tcp carries the bulk workload only");
+        };
+        debug_assert!(traits.kernel_tcp);
+        if !self.flows.is_empty() {
+            return fail("flows", "competing flows are QUIC only");
+        }
+        let linux = |endpoint: &RawEndpoint, who: &str| match &endpoint.controller {
+            None => Ok("cubic".to_string()),
+            Some(toml::Value::String(name)) => Ok(name.clone()),
+            Some(_) => fail(
+                &format!("{who}.controller"),
+                "with transport = \"tcp\", a Linux congestion control's name such as \"cubic\"",
+            ),
+        };
+        Ok(TcpTransfer {
+            client: endpoint_addr(&self.client, CLIENT_PORT),
+            server: endpoint_addr(&self.server, SERVER_PORT),
+            direction: bulk.direction,
+            size: bulk.size.0,
+            client_controller: linux(&self.client, "client")?,
+            server_controller: linux(&self.server, "server")?,
+        })
+    }
+
+    /// A chain's one flow.
+    fn chain_flow(&self, traits: Traits) -> Result<Flow, Problem> {
+        let client_controller = quic_controller(&self.client, "client")?;
+        let server_controller = quic_controller(&self.server, "server")?;
+        let served = self.middle.system().serves();
+        if traits.quic {
+            self.check_requires(&client_controller, "client.controller", served, traits)?;
+            self.check_requires(&server_controller, "server.controller", false, traits)?;
+        }
+        Ok(Flow {
+            name: None,
+            client: endpoint_addr(&self.client, CLIENT_PORT),
+            server: endpoint_addr(&self.server, SERVER_PORT),
+            client_controller,
+            server_controller,
+            client_ack_frequency: ack_frequency(self.client.ack_frequency),
+            server_ack_frequency: ack_frequency(self.server.ack_frequency),
+            server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
+            start: Duration::ZERO,
+            size: None,
+            served,
+        })
+    }
+
+    /// Refuses a controller that reads something the client `field` names
+    /// will not have: what a middle system provides to the data senders
+    /// it serves.
+    fn check_requires(
+        &self,
+        controller: &cc::Controller,
+        field: &str,
+        served_client: bool,
+        traits: Traits,
+    ) -> Result<(), Problem> {
+        let Some((input, why)) = controller.requires() else {
+            return Ok(());
+        };
+        let provided = served_client
+            && traits.data_sender == Side::Client
+            && self.middle.system().provides() == Some(input);
+        if provided { Ok(()) } else { fail(field, why) }
+    }
+
+    /// `[[flows]]` on a dumbbell: each flow's own access hop (`path[0]`),
+    /// then the shared bottleneck (`path[1]`).
+    fn dumbbell_flows(&self, middle_at: usize, traits: Traits) -> Result<Vec<Flow>, Problem> {
+        if self.path.len() != 2 {
+            return fail(
+                "path",
+                "with [[flows]], the path is two hops: every flow's own access hop, then the \
+                 shared bottleneck",
+            );
+        }
+        if middle_at != 0 {
+            return fail(
+                "middle_after",
+                "with [[flows]], `middle` runs on the left router, after the access hop",
+            );
+        }
+        if !(matches!(self.workload, Workload::Bulk(_)) && traits.data_sender == Side::Client) {
+            return fail(
+                "workload",
+                "[[flows]] needs a bulk upload (kind = \"bulk\", direction = \"upload\")",
+            );
+        }
+        let count = self.flows.len();
+        if count > MAX_FLOWS {
+            return fail("flows", format!("{count} flows; at most {MAX_FLOWS}"));
+        }
+        let default_controller = quic_controller(&self.client, "client")?;
+        let server_controller = quic_controller(&self.server, "server")?;
+        self.check_requires(&server_controller, "server.controller", false, traits)?;
+        let mut slugs: BTreeMap<String, usize> = BTreeMap::new();
+        let mut flows = Vec::with_capacity(count);
+        for (index, raw) in self.flows.iter().enumerate() {
+            let field = |name: &str| format!("flows[{index}].{name}");
+            let name = slug(&raw.name);
+            if name.is_empty() {
+                return fail(
+                    &field("name"),
+                    "needs letters or digits (it names the flow's metrics)",
+                );
+            }
+            if let Some(other) = slugs.insert(name, index) {
+                return fail(
+                    &field("name"),
+                    format!(
+                        "{:?} gives the same metric names as flows[{other}] ({:?})",
+                        raw.name, self.flows[other].name
+                    ),
+                );
+            }
+            let flow = self.flow(index, raw, &default_controller, &server_controller)?;
+            if flow.served && !self.middle.system().serves() {
+                return fail(
+                    &field("middle"),
+                    "the scenario's middle serves no flows (middle = \"sidekick\" or \"split\" \
+                     do)",
+                );
+            }
+            self.check_requires(
+                &flow.client_controller,
+                &field("controller"),
+                flow.served,
+                traits,
+            )
+            .map_err(|(field, why)| {
+                (
+                    field,
+                    format!("{why}; give the flow middle = true to have it served"),
+                )
+            })?;
+            flows.push(flow);
+        }
+        let clients: Vec<IpAddr> = flows.iter().map(|flow| flow.client.ip()).collect();
+        if let Some((i, flow)) = flows
+            .iter()
+            .enumerate()
+            .find(|(_, flow)| clients.contains(&flow.server.ip()))
+        {
+            return fail(
+                "server.addr",
+                format!(
+                    "flow {i}'s server {} is also a client's address: flows use client.addr + i \
+                     and server.addr + i",
+                    flow.server.ip()
+                ),
+            );
+        }
+        Ok(flows)
+    }
+
+    /// Flow `index` of `[[flows]]`.
+    fn flow(
+        &self,
+        index: usize,
+        raw: &RawFlow,
+        default_controller: &cc::Controller,
+        server_controller: &cc::Controller,
+    ) -> Result<Flow, Problem> {
+        let at = |endpoint: &RawEndpoint, who: &str, port: u16| {
+            offset_addr(endpoint.addr, index as u128)
+                .map(|ip| SocketAddr::new(ip, endpoint.port.unwrap_or(port)))
+                .ok_or_else(|| {
+                    (
+                        format!("{who}.addr"),
+                        format!(
+                            "{} plus {index} (one address per flow) overflows",
+                            endpoint.addr
+                        ),
+                    )
+                })
+        };
+        if raw.size.is_some_and(|size| size.0 == 0) {
+            return fail(&format!("flows[{index}].size"), "must be positive");
+        }
+        Ok(Flow {
+            name: Some(raw.name.clone()),
+            client: at(&self.client, "client", CLIENT_PORT)?,
+            server: at(&self.server, "server", SERVER_PORT)?,
+            client_controller: raw
+                .controller
+                .clone()
+                .unwrap_or_else(|| default_controller.clone()),
+            server_controller: server_controller.clone(),
+            client_ack_frequency: ack_frequency(self.client.ack_frequency),
+            server_ack_frequency: ack_frequency(self.server.ack_frequency),
+            server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
+            start: raw.start.0,
+            size: raw.size.map(|size| size.0),
+            served: raw.middle,
+        })
+    }
+}
+
+/// An endpoint's socket address.
+fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {
+    SocketAddr::new(endpoint.addr, endpoint.port.unwrap_or(default_port))
+}
+
+/// An endpoint's QUIC controller (default CUBIC).
+fn quic_controller(endpoint: &RawEndpoint, who: &str) -> Result<cc::Controller, Problem> {
+    let Some(value) = endpoint.controller.clone() else {
+        return Ok(cc::Controller::default());
+    };
+    crate::shorthand::tagged(value).map_err(|error: toml::de::Error| {
+        (
+            format!("{who}.controller"),
+            super::error::first_line(&error.to_string()).to_string(),
+        )
+    })
+}
+
+/// An endpoint's ACK-frequency request.
+fn ack_frequency(spec: Option<AckFrequencySpec>) -> Option<quic::AckFrequency> {
+    spec.map(|spec| quic::AckFrequency {
+        threshold: spec.threshold,
+        max_delay: spec.max_delay.map(|span| span.0),
+    })
+}
+
+/// `addr` plus `offset`, if that stays in the address family.
+fn offset_addr(addr: IpAddr, offset: u128) -> Option<IpAddr> {
+    match addr {
+        IpAddr::V4(v4) => u32::try_from(offset)
+            .ok()
+            .and_then(|offset| u32::from(v4).checked_add(offset))
+            .map(|n| IpAddr::V4(n.into())),
+        IpAddr::V6(v6) => u128::from(v6)
+            .checked_add(offset)
+            .map(|n| IpAddr::V6(n.into())),
+    }
+}

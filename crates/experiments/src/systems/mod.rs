@@ -1,0 +1,222 @@
+//! What runs on the middle node: one module per system, each reached
+//! through [`System`] and the one `match` in [`Middle::system`].
+//!
+//! A system owns everything about itself: its settings (validated when the
+//! scenario is read), the checks against the rest of the scenario, the
+//! modes it runs in, the engine on its middle node (the same engine in the
+//! simulator and, driven on real interfaces, in real mode), what it puts
+//! beside the clients it serves (the Sidekick sender engine) and what it
+//! feeds their controllers, and the metrics it reads back. Adding one is a
+//! module, a variant and an arm.
+
+mod pep;
+mod router;
+mod sidekick;
+mod split;
+
+pub use sidekick::{SIDEKICK_PROXY, Sidekick, SidekickInterval, Strawman};
+pub use split::Split;
+
+use crate::outcome::{FlowNames, Mode, TrialResult};
+use crate::workloads::{TcpTransfer, Traits};
+use netsim::{Host, Middlebox, Seed};
+use quic::{ConnRecord, QuicConfig};
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// What runs on the middle node (`middle = "split"`, or a table with
+/// `kind` and the system's settings).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Middle {
+    /// A plain router.
+    #[default]
+    Router,
+    /// The split-connection QUIC proxy.
+    Split(Split),
+    /// A split-connection TCP PEP (PEPsal-like, transparent with nft
+    /// tproxy), for `transport = "tcp"`; real mode only.
+    Pep,
+    /// The Sidekick proxy; the clients it serves run the sidekick sender
+    /// engine.
+    Sidekick(Sidekick),
+}
+
+impl Middle {
+    /// The system's behaviour.
+    pub(crate) fn system(&self) -> &dyn System {
+        match self {
+            Middle::Router => &router::Router,
+            Middle::Split(split) => split,
+            Middle::Pep => &pep::Pep,
+            Middle::Sidekick(sidekick) => sidekick,
+        }
+    }
+}
+
+/// A problem with a scenario: the field and what is wrong.
+pub(crate) type Problem = (String, String);
+
+/// What a system's checks may look at in the rest of the scenario.
+pub(crate) struct Facts {
+    /// The workload's traits.
+    pub workload: Traits,
+    /// Hops on the path.
+    pub hops: usize,
+    /// Whether Linux TCP carries the traffic (`transport = "tcp"`).
+    pub kernel_tcp: bool,
+}
+
+/// How the trial's nodes are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// Client — hops — server; the system's node has the client side on
+    /// interface 0.
+    Chain,
+    /// Flows sharing a bottleneck; the system runs on the left router,
+    /// whose interface 0 is the bottleneck.
+    Dumbbell,
+}
+
+/// A flow the system serves, as its engine is built.
+pub(crate) struct ServedFlow<'a> {
+    /// The server's address.
+    pub server: SocketAddr,
+    /// The client's controller.
+    pub client_controller: &'a cc::Controller,
+    /// The server's controller.
+    pub server_controller: &'a cc::Controller,
+}
+
+/// A trial as a system sees it while its engine is built.
+pub(crate) struct TrialSetup<'a> {
+    /// The trial's seed.
+    pub seed: Seed,
+    /// The configuration every QUIC endpoint starts from.
+    pub quic: &'a QuicConfig,
+    /// The flows it serves.
+    pub flows: &'a [ServedFlow<'a>],
+    /// The layout.
+    pub topology: Topology,
+    /// The Linux TCP transfer, when the kernel carries the traffic.
+    pub tcp: Option<&'a TcpTransfer>,
+}
+
+/// How a system runs on a testbed's middle node.
+pub(crate) enum OnTestbed {
+    /// The node routes.
+    Router,
+    /// An engine on the node's interfaces, as the simulator runs it.
+    Engine {
+        /// The engine.
+        engine: Box<dyn Middlebox>,
+        /// In the path or beside it.
+        placement: Placement,
+        /// Socket addresses of the node that are the engine's own: what
+        /// arrives there goes to the engine only.
+        local: Vec<SocketAddr>,
+    },
+    /// A service of the node's own kernel (the split TCP PEP).
+    Service(Box<dyn Service>),
+}
+
+/// Where an engine runs on a real node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// The node does not forward; the engine sees every datagram and
+    /// decides what leaves, when.
+    InPath,
+    /// The kernel forwards; the engine sees copies of what arrives on the
+    /// client-side interface and sends only its own datagrams.
+    Beside,
+}
+
+/// Something that runs on a middle node's own kernel in real mode.
+pub(crate) trait Service: Send {
+    /// Runs in the node's network namespace (the calling thread's) until
+    /// `stop`; calls `ready` once it serves. Returns its counters as
+    /// metrics.
+    fn run(
+        self: Box<Self>,
+        stop: Arc<AtomicBool>,
+        ready: &dyn Fn(),
+    ) -> Result<Vec<(String, f64)>, String>;
+}
+
+/// A middle system's behaviour. The provided methods describe a system
+/// that has no address, feeds no controller, puts nothing beside its
+/// clients and counts nothing.
+pub(crate) trait System {
+    /// Checks it against the rest of the scenario.
+    fn check(&self, facts: &Facts) -> Result<(), Problem>;
+
+    /// Why it cannot run in `mode`, if it cannot.
+    fn unsupported_in(&self, mode: Mode) -> Option<&'static str>;
+
+    /// Whether it can serve flows (`[[flows]]` with `middle = true`).
+    fn serves(&self) -> bool;
+
+    /// The engine on its node for a simulated trial (`None`: a router).
+    fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>>;
+
+    /// How it runs on a testbed.
+    fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed;
+
+    /// What it feeds the controllers of the clients it serves.
+    fn provides(&self) -> Option<cc::Input> {
+        None
+    }
+
+    /// Its own address on its node, if it has one.
+    fn address(&self) -> Option<IpAddr> {
+        None
+    }
+
+    /// The client of a flow it serves, with what it puts beside it;
+    /// `signals` go to the flow's controller.
+    fn wrap_client(
+        &self,
+        client: Box<dyn Host>,
+        _seed: Seed,
+        _names: &FlowNames,
+        _signals: Option<::sidekick::Signals>,
+    ) -> Box<dyn Host> {
+        client
+    }
+
+    /// Records what its engine counted, once per trial.
+    fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
+
+    /// A served flow after the trial: records what it put beside the
+    /// client and returns the workload's own client host and the
+    /// connection that carried the client's data beyond the node, if the
+    /// system terminated the client's.
+    fn open_flow<'a>(
+        &self,
+        client: &'a dyn Host,
+        _engine: Option<&'a dyn Middlebox>,
+        _flow: (SocketAddr, SocketAddr),
+        _names: &FlowNames,
+        _result: &mut TrialResult,
+    ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
+        (client, None)
+    }
+}
+
+/// `engine` as a `T`, if it is one.
+pub(crate) fn engine_as<T: Middlebox>(engine: Option<&dyn Middlebox>) -> Option<&T> {
+    let any: &dyn std::any::Any = engine?;
+    any.downcast_ref()
+}
+
+/// A QUIC configuration with `controller`, built for an endpoint with
+/// nothing beside it (the split proxy's legs).
+pub(crate) fn quic_with(base: &QuicConfig, controller: &cc::Controller, seed: Seed) -> QuicConfig {
+    let clock = quic::SimClock::new();
+    let built = controller.build(&cc::ControllerContext::new(seed, clock));
+    base.clone()
+        .with_controller(built.factory)
+        .with_clock(clock)
+}

@@ -1,0 +1,184 @@
+//! Bulk transfers: N bytes on one QUIC stream, up or down; goodput and
+//! completion time.
+
+use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, downcast};
+use crate::figure::Plot;
+use crate::outcome::{TrialResult, add_error, add_sender};
+use crate::units::Bytes;
+use quic::{AckDelay, BulkClient, BulkReport, BulkServerFactory, QuicClient, QuicServer};
+use serde::{Deserialize, Serialize};
+
+/// `kind = "bulk"`: `direction` and `size`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, try_from = "RawBulk")]
+pub struct Bulk {
+    /// Upload or download.
+    pub direction: BulkDirection,
+    /// How much (positive).
+    pub size: Bytes,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBulk {
+    direction: BulkDirection,
+    size: Bytes,
+}
+
+impl TryFrom<RawBulk> for Bulk {
+    type Error = String;
+
+    fn try_from(raw: RawBulk) -> Result<Bulk, String> {
+        if raw.size.0 == 0 {
+            return Err("`size` must be positive".into());
+        }
+        Ok(Bulk {
+            direction: raw.direction,
+            size: raw.size,
+        })
+    }
+}
+
+/// Which way a bulk transfer goes.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BulkDirection {
+    /// Client to server.
+    Upload,
+    /// Server to client.
+    Download,
+}
+
+/// The server of a bulk transfer, whether or not it holds back its ACKs.
+type Server = QuicServer<BulkServerFactory>;
+
+impl WorkloadKind for Bulk {
+    fn traits(&self) -> Traits {
+        Traits {
+            data_sender: match self.direction {
+                BulkDirection::Upload => Side::Client,
+                BulkDirection::Download => Side::Server,
+            },
+            quic: true,
+            server_opens_streams: false,
+            kernel_tcp: true,
+            server_ack_delay: self.direction == BulkDirection::Upload,
+        }
+    }
+
+    fn endpoints(&self, setup: &FlowSetup) -> Hosts {
+        let direction = match self.direction {
+            BulkDirection::Upload => quic::Direction::Upload,
+            BulkDirection::Download => quic::Direction::Download,
+        };
+        let size = setup.size.unwrap_or(self.size.0);
+        let app = BulkClient::new(direction, size);
+        let client = QuicClient::new(setup.client_quic.clone(), setup.client, setup.server, app);
+        // A server that holds back its ACKs holds back its flow-control
+        // credit too, so it grants it all up front, as the Sidekick
+        // clients did (1000 MiB), and only the ACKs are thinned.
+        let server: Box<dyn netsim::Host> = match setup.server_min_ack_delay {
+            Some(delay) => {
+                let quic = setup.server_quic.clone().with_receive_window(1 << 30);
+                let server = QuicServer::new(quic, setup.server, BulkServerFactory);
+                Box::new(AckDelay::new(server, delay))
+            }
+            None => Box::new(QuicServer::new(
+                setup.server_quic.clone(),
+                setup.server,
+                BulkServerFactory,
+            )),
+        };
+        Hosts {
+            client: Box::new(client),
+            server,
+        }
+    }
+
+    fn collect(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome {
+        let names = view.names;
+        let Some(client) = downcast::<QuicClient<BulkClient>>(view.client, "client", result) else {
+            return FlowOutcome::default();
+        };
+        let any: &dyn std::any::Any = view.server;
+        let delayed = any.downcast_ref::<AckDelay<Server>>();
+        // Datagrams the receiver's stack sent that its ACK delay dropped.
+        let replaced = delayed.map_or(0, AckDelay::replaced);
+        let server = match delayed {
+            Some(delayed) => delayed.inner(),
+            None => match downcast::<Server>(view.server, "server", result) {
+                Some(server) => server,
+                None => return FlowOutcome::default(),
+            },
+        };
+        // The sender whose counters and series describe the transfer: for
+        // a split upload, the proxy's server-facing leg, which sends over
+        // the far hop (as Sidekick's Figure 9 plots split CUBIC).
+        let (sender, receiver) = match self.direction {
+            BulkDirection::Upload => (view.relayed.or(client.record()), server.records().next()),
+            BulkDirection::Download => (server.records().next(), client.record()),
+        };
+        add_sender(result, names, sender);
+        if let Some(record) = receiver {
+            result.set(
+                names.metric("receiver_sent_packets"),
+                record.stats.udp_tx_datagrams.saturating_sub(replaced) as f64,
+            );
+        }
+        add_error(result, &names.who("client"), client.record());
+        let report = BulkReport::from_hosts(client, server);
+        // A flow that finished before the trial ended: its server went on
+        // to see the client (or a split proxy) close with code 0, the
+        // normal end, which is no error.
+        let server_record = server.records().next().filter(|record| {
+            let normal = record.error.as_ref().is_some_and(|error| {
+                error.starts_with("closed by peer: ") && error.ends_with(" (code 0)")
+            });
+            !(normal && report.is_some())
+        });
+        add_error(result, &names.who("server"), server_record);
+        let Some(report) = report else {
+            return FlowOutcome::default();
+        };
+        let goodput = report.goodput.bits_per_sec() as f64 / 1e6;
+        result.set(names.metric("goodput_mbps"), goodput);
+        result.set(
+            names.metric("completion_s"),
+            report.completion.as_secs_f64(),
+        );
+        FlowOutcome {
+            completed: true,
+            goodput_mbps: Some(goodput),
+        }
+    }
+
+    fn headline(&self) -> &'static [&'static str] {
+        &["goodput_mbps", "completion_s"]
+    }
+
+    fn plots(&self) -> Vec<Plot> {
+        vec![Plot::Bars {
+            metric: "goodput_mbps".into(),
+            title: None,
+        }]
+    }
+}
+
+/// A bulk transfer over Linux TCP (`transport = "tcp"`, real mode only):
+/// the kernel's sockets instead of our hosts, each end's congestion
+/// control set with `TCP_CONGESTION`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpTransfer {
+    /// The client's address (its port is the kernel's choice).
+    pub client: std::net::SocketAddr,
+    /// The server's address.
+    pub server: std::net::SocketAddr,
+    /// Upload or download.
+    pub direction: BulkDirection,
+    /// How many bytes.
+    pub size: u64,
+    /// The client's congestion control, as Linux names it.
+    pub client_controller: String,
+    /// The server's.
+    pub server_controller: String,
+}

@@ -1,0 +1,175 @@
+//! The application traffic of a trial: one module per workload, each
+//! reached through [`WorkloadKind`] and the one `match` in
+//! [`Workload::kind`].
+//!
+//! A workload owns everything about its traffic: its settings (validated
+//! when the scenario is read), what it asks of the rest of the scenario
+//! ([`Traits`]), its two endpoints, the metrics it reads back from them,
+//! the metrics a report leads with, and its default figures. Adding one is
+//! a module, a variant and an arm.
+
+mod bulk;
+mod media;
+mod rtc;
+mod short_flows;
+
+pub use bulk::{Bulk, BulkDirection, TcpTransfer};
+pub use media::Media;
+pub use rtc::Rtc;
+pub use short_flows::{Arrivals, ShortFlows};
+
+use crate::figure::Plot;
+use crate::outcome::{FlowNames, TrialResult};
+use netsim::{Host, Seed};
+use quic::{ConnRecord, QuicConfig};
+use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The application traffic and its metrics (`[workload]`, by `kind`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// N bytes on one QUIC stream: goodput and completion time.
+    Bulk(Bulk),
+    /// Sidekick's low-latency media over UDP (client sends): de-jitter delay.
+    Media(Media),
+    /// PEMI's RTC frames over QUIC (server sends): frame delay and jitter.
+    Rtc(Rtc),
+    /// Requests and responses on fresh streams: flow completion times.
+    ShortFlows(ShortFlows),
+}
+
+impl Workload {
+    /// The workload's behaviour.
+    pub(crate) fn kind(&self) -> &dyn WorkloadKind {
+        match self {
+            Workload::Bulk(bulk) => bulk,
+            Workload::Media(media) => media,
+            Workload::Rtc(rtc) => rtc,
+            Workload::ShortFlows(flows) => flows,
+        }
+    }
+
+    /// What the rest of the scenario may rely on.
+    pub fn traits(&self) -> Traits {
+        self.kind().traits()
+    }
+}
+
+/// Which end of a flow sends its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The end that opens the connection.
+    Client,
+    /// The other end.
+    Server,
+}
+
+/// What a workload is, as other parts of a scenario need to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Traits {
+    /// The end that sends the data.
+    pub data_sender: Side,
+    /// Whether it runs over QUIC (the media workload is plain UDP).
+    pub quic: bool,
+    /// Whether the server opens the streams (a proxy relaying the streams
+    /// a client opens cannot carry it).
+    pub server_opens_streams: bool,
+    /// Whether Linux TCP can carry it instead (`transport = "tcp"`).
+    pub kernel_tcp: bool,
+    /// Whether the server can hold back its acknowledgements
+    /// (`server.min_ack_delay`): it receives the data and the workload
+    /// honours the setting.
+    pub server_ack_delay: bool,
+}
+
+/// What a flow's endpoints are built from.
+pub(crate) struct FlowSetup {
+    /// The trial's seed.
+    pub seed: Seed,
+    /// The client's address.
+    pub client: SocketAddr,
+    /// The server's address.
+    pub server: SocketAddr,
+    /// The client's QUIC configuration (controller included).
+    pub client_quic: QuicConfig,
+    /// The server's.
+    pub server_quic: QuicConfig,
+    /// The server acknowledges at most once per this long.
+    pub server_min_ack_delay: Option<Duration>,
+    /// The flow's own transfer size, replacing the workload's.
+    pub size: Option<u64>,
+}
+
+/// A flow's two endpoints.
+pub(crate) struct Hosts {
+    /// The client host.
+    pub client: Box<dyn Host>,
+    /// The server host.
+    pub server: Box<dyn Host>,
+}
+
+/// A finished flow, as its workload reads it.
+pub(crate) struct FlowView<'a> {
+    /// The workload's client host (under whatever a system wrapped it in).
+    pub client: &'a dyn Host,
+    /// The server host.
+    pub server: &'a dyn Host,
+    /// The connection that carried the client's data on the far side,
+    /// when a middle system terminated the client's (the split proxy).
+    pub relayed: Option<&'a ConnRecord>,
+    /// How the flow is named.
+    pub names: &'a FlowNames,
+}
+
+/// What a finished flow achieved, for figures across flows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct FlowOutcome {
+    /// Whether its workload finished.
+    pub completed: bool,
+    /// Its goodput, Mbit/s, if it has one.
+    pub goodput_mbps: Option<f64>,
+}
+
+/// A workload's behaviour.
+pub(crate) trait WorkloadKind {
+    /// What the rest of the scenario may rely on.
+    fn traits(&self) -> Traits;
+    /// The flow's client and server.
+    fn endpoints(&self, setup: &FlowSetup) -> Hosts;
+    /// Reads the flow's metrics into `result`.
+    fn collect(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome;
+    /// The metrics a report leads with, in order.
+    fn headline(&self) -> &'static [&'static str];
+    /// The figures drawn when the scenario asks for none.
+    fn plots(&self) -> Vec<Plot>;
+}
+
+/// `host` as a `T`, or an error in `result` naming `who` (a host of
+/// another type means the trial was built wrong).
+pub(crate) fn downcast<'a, T: Host>(
+    host: &'a dyn Host,
+    who: &str,
+    result: &mut TrialResult,
+) -> Option<&'a T> {
+    let any: &dyn Any = host;
+    let found = any.downcast_ref::<T>();
+    if found.is_none() {
+        result.errors.push(format!(
+            "{who}: not the host this workload built ({})",
+            std::any::type_name::<T>()
+        ));
+    }
+    found
+}
+
+/// A CDF figure of `distribution`.
+pub(crate) fn cdf(distribution: &str) -> Plot {
+    Plot::Cdf {
+        distribution: distribution.into(),
+        title: None,
+        y_from: 0.0,
+    }
+}

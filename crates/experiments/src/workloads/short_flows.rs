@@ -1,0 +1,150 @@
+//! Short flows (TECC §6): requests and responses of given sizes, each on a
+//! fresh stream, sequential or at Poisson times; flow completion times.
+
+use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
+use crate::figure::Plot;
+use crate::outcome::{TrialResult, add_distribution, add_error};
+use crate::units::{Bytes, Span};
+use quic::{
+    QuicClient, QuicServer, ShortFlowsClient, ShortFlowsReport, ShortFlowsServerFactory, Timed,
+};
+use serde::{Deserialize, Serialize};
+
+/// `kind = "short_flows"`: how many, their sizes and when they start.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, try_from = "RawShortFlows")]
+pub struct ShortFlows {
+    /// How many requests (at least 1).
+    pub count: usize,
+    /// Request size (default 100 B).
+    pub request: Bytes,
+    /// Response size (positive).
+    pub response: Bytes,
+    /// When requests start.
+    pub arrivals: Arrivals,
+}
+
+/// When short flows start.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub enum Arrivals {
+    /// Each request as soon as the previous response completed.
+    Sequential,
+    /// Requests at Poisson times with this mean gap.
+    Poisson(Span),
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum ArrivalKind {
+    #[default]
+    Sequential,
+    Poisson,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShortFlows {
+    count: usize,
+    #[serde(default = "hundred_bytes")]
+    request: Bytes,
+    response: Bytes,
+    #[serde(default)]
+    arrivals: ArrivalKind,
+    #[serde(default)]
+    mean_gap: Option<Span>,
+}
+
+fn hundred_bytes() -> Bytes {
+    Bytes(100)
+}
+
+impl TryFrom<RawShortFlows> for ShortFlows {
+    type Error = String;
+
+    fn try_from(raw: RawShortFlows) -> Result<ShortFlows, String> {
+        if raw.count == 0 {
+            return Err("`count` must be at least 1".into());
+        }
+        if raw.response.0 == 0 {
+            return Err("`response` must be positive".into());
+        }
+        let arrivals = match (raw.arrivals, raw.mean_gap) {
+            (ArrivalKind::Poisson, Some(gap)) if !gap.0.is_zero() => Arrivals::Poisson(gap),
+            (ArrivalKind::Poisson, _) => {
+                return Err("`mean_gap`: Poisson arrivals need a positive mean gap".into());
+            }
+            (ArrivalKind::Sequential, Some(_)) => {
+                return Err("`mean_gap` only applies with arrivals = \"poisson\"".into());
+            }
+            (ArrivalKind::Sequential, None) => Arrivals::Sequential,
+        };
+        Ok(ShortFlows {
+            count: raw.count,
+            request: raw.request,
+            response: raw.response,
+            arrivals,
+        })
+    }
+}
+
+impl WorkloadKind for ShortFlows {
+    fn traits(&self) -> Traits {
+        Traits {
+            data_sender: Side::Server,
+            quic: true,
+            server_opens_streams: false,
+            kernel_tcp: false,
+            server_ack_delay: false,
+        }
+    }
+
+    fn endpoints(&self, setup: &FlowSetup) -> Hosts {
+        let (request, response) = (self.request.0, self.response.0);
+        let app = match self.arrivals {
+            Arrivals::Poisson(gap) => ShortFlowsClient::poisson(
+                self.count,
+                gap.0,
+                &mut setup.seed.rng("short-flows"),
+                request,
+                response,
+            ),
+            Arrivals::Sequential => ShortFlowsClient::sequential(self.count, request, response),
+        };
+        let client = QuicClient::new(setup.client_quic.clone(), setup.client, setup.server, app);
+        let server = QuicServer::new(
+            setup.server_quic.clone(),
+            setup.server,
+            ShortFlowsServerFactory,
+        );
+        Hosts {
+            client: Box::new(Timed::new(client)),
+            server: Box::new(server),
+        }
+    }
+
+    fn collect(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome {
+        let names = view.names;
+        let Some(client) =
+            downcast::<Timed<QuicClient<ShortFlowsClient>>>(view.client, "client", result)
+        else {
+            return FlowOutcome::default();
+        };
+        add_error(result, &names.who("client"), client.inner().record());
+        let Some(report) = ShortFlowsReport::from_client(client.inner()) else {
+            return FlowOutcome::default();
+        };
+        add_distribution(result, &names.metric("fct"), &report.fcts);
+        FlowOutcome {
+            completed: report.flows.len() == self.count,
+            goodput_mbps: None,
+        }
+    }
+
+    fn headline(&self) -> &'static [&'static str] {
+        &["fct_p50_ms", "fct_p90_ms", "fct_p99_ms"]
+    }
+
+    fn plots(&self) -> Vec<Plot> {
+        vec![cdf("fct_ms")]
+    }
+}
