@@ -22,6 +22,9 @@
 //!   namespace, each under `timeout`, stopped with SIGTERM.
 //! * **System tools** ([`command`]): `ip`, `ethtool`, `sysctl`, `nft`, each
 //!   under a time limit with errors that name the command.
+//! * **Real-mode tests' gate** ([`require_real_or_skip`]): a test without
+//!   root or namespaces prints why and passes, or fails when
+//!   [`REQUIRE_REAL`] (`PEPKIT_REQUIRE_REAL=1`, set by CI) is set.
 //! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
 //!   on the middlebox driver beside a router's path, with replies from a
 //!   raw socket and quACKs from its control address; [`frame`] parses what
@@ -43,6 +46,7 @@ mod host_driver;
 pub mod link_check;
 mod process;
 mod relay;
+mod require;
 pub mod sys;
 mod testbed;
 
@@ -50,6 +54,7 @@ pub use clock::RealClock;
 pub use host_driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use process::{Finished, Process};
 pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
+pub use require::{REQUIRE_REAL, real_required, require_or_skip, require_real_or_skip};
 pub use testbed::{
     HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec,
     available, sweep_stale,

@@ -827,10 +827,13 @@ mod tests {
     use std::net::TcpListener;
 
     /// Whether this process may set `IP_TRANSPARENT` (root).
-    fn may_be_transparent() -> bool {
-        Socket::new(Domain::IPV4, Type::STREAM, None)
+    /// Whether `test` can set `IP_TRANSPARENT` (root); skips or fails as
+    /// [`crate::require_or_skip`] decides.
+    fn transparent_or_skip(test: &str) -> bool {
+        let check = Socket::new(Domain::IPV4, Type::STREAM, None)
             .and_then(|s| s.set_ip_transparent_v4(true))
-            .is_ok()
+            .map_err(|e| format!("IP_TRANSPARENT needs root (CAP_NET_ADMIN): {e}"));
+        crate::require_or_skip(test, check)
     }
 
     fn shared(config: TcpPepConfig) -> Arc<Shared> {
@@ -858,8 +861,7 @@ mod tests {
 
     #[test]
     fn relay_carries_an_upload_and_its_reply_across_a_half_close() {
-        if !may_be_transparent() {
-            eprintln!("skipping: IP_TRANSPARENT needs root");
+        if !transparent_or_skip("relay_carries_an_upload_and_its_reply_across_a_half_close") {
             return;
         }
         let mut config = TcpBulkServerConfig::new("127.0.0.1:0".parse().unwrap());
@@ -894,8 +896,7 @@ mod tests {
 
     #[test]
     fn idle_connections_are_closed_on_both_legs() {
-        if !may_be_transparent() {
-            eprintln!("skipping: IP_TRANSPARENT needs root");
+        if !transparent_or_skip("idle_connections_are_closed_on_both_legs") {
             return;
         }
         let server = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -923,8 +924,7 @@ mod tests {
 
     #[test]
     fn stop_ends_a_busy_connection() {
-        if !may_be_transparent() {
-            eprintln!("skipping: IP_TRANSPARENT needs root");
+        if !transparent_or_skip("stop_ends_a_busy_connection") {
             return;
         }
         let mut config = TcpBulkServerConfig::new("127.0.0.1:0".parse().unwrap());

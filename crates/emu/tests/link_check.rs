@@ -1,13 +1,13 @@
 //! The emulated link matches its configuration (needs root and network
-//! namespaces; skips with a message otherwise).
+//! namespaces; skips with a message otherwise, fails with
+//! `PEPKIT_REQUIRE_REAL=1`).
 
 use emu::link_check::{LinkCheckConfig, run};
 use std::time::Duration;
 
 #[test]
 fn the_emulated_link_matches_its_configuration() {
-    if let Err(reason) = emu::available() {
-        eprintln!("skipping: real mode {reason}");
+    if !emu::require_real_or_skip("the_emulated_link_matches_its_configuration") {
         return;
     }
     let config = LinkCheckConfig {

@@ -4,7 +4,8 @@
 //! media sender with a sidekick engine on the client, and a plain flow
 //! beside it that never asked for quACKs.
 //!
-//! Needs root and `ip netns`; skips (and says so) without them. The
+//! Needs root and `ip netns`; skips (and says so) without them, or fails
+//! with `PEPKIT_REQUIRE_REAL=1`. The
 //! namespaces are removed when the testbed drops, also when an assertion
 //! fails.
 
@@ -46,15 +47,9 @@ impl SharedLog {
     }
 }
 
-/// One real-mode test at a time: `emu::available()` (called by the
-/// testbed and the capacity run too) probes with a namespace named after
-/// the process, so two tests probing at once collide; and the capacity
-/// measurement wants a quiet machine.
+/// One real-mode test at a time: the capacity measurement wants a quiet
+/// machine.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn available() -> Result<(), String> {
-    emu::available()
-}
 
 fn hop(delay_ms: u64, mbps: u64) -> HopConfig {
     HopConfig::symmetric(
@@ -66,8 +61,7 @@ fn hop(delay_ms: u64, mbps: u64) -> HopConfig {
 #[test]
 fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Err(reason) = available() {
-        eprintln!("skipping: real mode {reason}");
+    if !emu::require_real_or_skip("the_daemon_quacks_the_flow_that_asked_and_only_it") {
         return;
     }
     let clock = RealClock::start();
@@ -245,8 +239,7 @@ fn the_daemon_quacks_the_flow_that_asked_and_only_it() {
 #[test]
 fn the_capacity_measurement_runs_and_cleans_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Err(reason) = available() {
-        eprintln!("skipping: real mode {reason}");
+    if !emu::require_real_or_skip("the_capacity_measurement_runs_and_cleans_up") {
         return;
     }
     use emu::proxy_capacity::{CapacityConfig, run};

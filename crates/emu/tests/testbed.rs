@@ -1,6 +1,6 @@
 //! A testbed leaves nothing behind: its namespaces go when it is dropped,
 //! and when building it fails half-way. Needs root and network namespaces;
-//! skips with the reason otherwise.
+//! skips with the reason otherwise (fails with `PEPKIT_REQUIRE_REAL=1`).
 
 use emu::{RealClock, Testbed, TestbedSpec};
 use netsim::{HopConfig, LinkConfig, Rate, Seed};
@@ -30,8 +30,7 @@ fn ours() -> Vec<String> {
 
 #[test]
 fn namespaces_go_with_the_testbed_and_with_a_failed_build() {
-    if let Err(reason) = emu::available() {
-        eprintln!("skipping: real mode {reason}");
+    if !emu::require_real_or_skip("namespaces_go_with_the_testbed_and_with_a_failed_build") {
         return;
     }
     let testbed = Testbed::build(&spec(Rate::from_mbps(10)), RealClock::start()).unwrap();

@@ -6,8 +6,13 @@
 //! time are several opportunities in that millisecond. The trace repeats with
 //! a period equal to its last timestamp: opportunity `k` happens at
 //! `(k / n) · period + t[k mod n]` for a trace of `n` lines.
+//!
+//! Trace files may be gzip-compressed ([`CapacityTrace::from_file`] and
+//! [`CapacityTrace::from_bytes`] recognise them), as the traces bundled in the
+//! repository's `traces/` folder are.
 
 use crate::Time;
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,6 +62,46 @@ pub enum TraceError {
     /// The last timestamp is 0, so the trace would repeat with period zero.
     #[error("trace period (its last timestamp) is 0 ms; it must be positive")]
     ZeroPeriod,
+    /// A gzip-compressed trace could not be decompressed.
+    #[error(
+        "cannot decompress gzip trace{}: {source}",
+        path.as_ref().map(|p| format!(" {p}")).unwrap_or_default()
+    )]
+    Gzip {
+        /// The file, if the trace came from one.
+        path: Option<String>,
+        /// The decompressor's error.
+        source: std::io::Error,
+    },
+}
+
+/// The first bytes of a gzip stream (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Decompresses a gzip stream (several members are read one after the other,
+/// as `gzip -d` does).
+fn gunzip(bytes: &[u8], path: Option<&Path>) -> Result<Vec<u8>, TraceError> {
+    let error = |source| TraceError::Gzip {
+        path: path.map(|p| p.display().to_string()),
+        source,
+    };
+    if !bytes.starts_with(&GZIP_MAGIC) {
+        return Err(error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not gzip data (it does not start with the gzip magic bytes 1f 8b)",
+        )));
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .map_err(error)?;
+    Ok(out)
+}
+
+/// Parses decompressed trace bytes; bytes that are not UTF-8 end up in an
+/// [`TraceError::InvalidLine`] like any other non-number.
+fn parse_bytes(bytes: &[u8]) -> Result<CapacityTrace, TraceError> {
+    CapacityTrace::parse(&String::from_utf8_lossy(bytes))
 }
 
 impl CapacityTrace {
@@ -90,12 +135,41 @@ impl CapacityTrace {
         CapacityTrace::from_millis(times_ms)
     }
 
-    /// Reads and parses a trace file.
+    /// Parses a trace from the contents of a trace file: text as for
+    /// [`parse`](Self::parse), or gzip-compressed text (recognised by the
+    /// gzip magic bytes `1f 8b`, which no text trace starts with). Bytes that
+    /// are not UTF-8 make an [`TraceError::InvalidLine`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<CapacityTrace, TraceError> {
+        if bytes.starts_with(&GZIP_MAGIC) {
+            parse_bytes(&gunzip(bytes, None)?)
+        } else {
+            parse_bytes(bytes)
+        }
+    }
+
+    /// Reads and parses a trace file. A file whose name ends in `.gz` or
+    /// whose contents start with the gzip magic bytes is decompressed first
+    /// (a corrupt one gives [`TraceError::Gzip`]); any other file must be
+    /// UTF-8 text.
     pub fn from_file(path: impl AsRef<Path>) -> Result<CapacityTrace, TraceError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+        let io_error = |source| TraceError::Io {
             path: path.display().to_string(),
             source,
+        };
+        let bytes = std::fs::read(path).map_err(io_error)?;
+        let gzip_name = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+        if gzip_name || bytes.starts_with(&GZIP_MAGIC) {
+            return parse_bytes(&gunzip(&bytes, Some(path))?);
+        }
+        // The same error `std::fs::read_to_string` gives.
+        let text = String::from_utf8(bytes).map_err(|_| {
+            io_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))
         })?;
         CapacityTrace::parse(&text)
     }
@@ -220,5 +294,108 @@ mod tests {
         ));
         let err = CapacityTrace::from_file("/nonexistent/trace").unwrap_err();
         assert!(err.to_string().contains("/nonexistent/trace"));
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// A file in a fresh temporary directory, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, contents: &[u8]) -> TempFile {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "netsim-trace-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(name);
+            std::fs::write(&path, contents).unwrap();
+            TempFile(path)
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+        }
+    }
+
+    #[test]
+    fn gzip_traces_read_like_plain_ones() {
+        let text = "0\n0\n5\n10\n";
+        let plain = CapacityTrace::parse(text).unwrap();
+        let gz = gzip(text.as_bytes());
+        assert_eq!(CapacityTrace::from_bytes(&gz).unwrap(), plain);
+        assert_eq!(CapacityTrace::from_bytes(text.as_bytes()).unwrap(), plain);
+        // By name, and by contents when the name does not say.
+        let named = TempFile::new("t.up.gz", &gz);
+        assert_eq!(CapacityTrace::from_file(&named.0).unwrap(), plain);
+        let unnamed = TempFile::new("t.up", &gz);
+        assert_eq!(CapacityTrace::from_file(&unnamed.0).unwrap(), plain);
+        // Errors inside a compressed trace are the parser's.
+        assert!(matches!(
+            CapacityTrace::from_bytes(&gzip(b"5\n\n3\n")),
+            Err(TraceError::NotMonotonic { line: 3, .. })
+        ));
+        assert!(matches!(
+            CapacityTrace::from_bytes(b"1\n\xff\n"),
+            Err(TraceError::InvalidLine { line: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn corrupt_gzip_is_a_clear_error() {
+        let mut gz = gzip(b"1\n2\n3\n");
+        let truncated = &gz[..gz.len() - 6];
+        assert!(matches!(
+            CapacityTrace::from_bytes(truncated),
+            Err(TraceError::Gzip { path: None, .. })
+        ));
+        let last = gz.len() - 1;
+        gz[last] ^= 0xff; // the length in the trailer
+        let file = TempFile::new("bad.up.gz", &gz);
+        let err = CapacityTrace::from_file(&file.0).unwrap_err();
+        assert!(
+            matches!(err, TraceError::Gzip { path: Some(_), .. }),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.starts_with("cannot decompress gzip trace "),
+            "{message}"
+        );
+        assert!(message.contains("bad.up.gz"), "{message}");
+        // A `.gz` name with text inside is not gzip either.
+        let file = TempFile::new("text.up.gz", b"1\n2\n");
+        let err = CapacityTrace::from_file(&file.0).unwrap_err();
+        assert!(matches!(err, TraceError::Gzip { .. }), "{err:?}");
+        assert!(err.to_string().contains("not gzip data"), "{err}");
+    }
+
+    #[test]
+    fn plain_files_keep_their_errors() {
+        let file = TempFile::new("t.up", b"1\nx2\n");
+        assert!(matches!(
+            CapacityTrace::from_file(&file.0),
+            Err(TraceError::InvalidLine { line: 2, .. })
+        ));
+        // Not UTF-8: the error `read_to_string` gives, with the path.
+        let file = TempFile::new("t.down", b"1\n\xff\n");
+        let err = CapacityTrace::from_file(&file.0).unwrap_err();
+        let TraceError::Io { path, source } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(path.ends_with("t.down"));
+        assert_eq!(source.kind(), std::io::ErrorKind::InvalidData);
+        let expected = std::fs::read_to_string(&file.0).unwrap_err();
+        assert_eq!(source.to_string(), expected.to_string());
     }
 }

@@ -49,8 +49,8 @@ fn small_packets_share_an_opportunity_and_large_ones_span_several() {
 
 #[test]
 fn real_trace_backlogged_link_delivers_exactly_the_trace() {
-    let path = shared_trace("TMobile-LTE-short.up");
-    let trace = Arc::new(CapacityTrace::from_file(&path).unwrap());
+    let text = bundled_trace("TMobile-LTE-short.up");
+    let trace = Arc::new(CapacityTrace::parse(&text).unwrap());
     let window = Time::from_secs(10);
     let allowed = trace.opportunities_between(Time::ZERO, window);
     // Keep the link backlogged: offer more packets than the window allows.
@@ -65,7 +65,6 @@ fn real_trace_backlogged_link_delivers_exactly_the_trace() {
     }
     assert_eq!(in_window, allowed);
     // Against the file itself: lines with a timestamp below 10 000 ms.
-    let text = std::fs::read_to_string(&path).unwrap();
     let lines = text
         .lines()
         .filter(|l| l.trim().parse::<u64>().is_ok_and(|ms| ms < 10_000))
@@ -74,6 +73,20 @@ fn real_trace_backlogged_link_delivers_exactly_the_trace() {
     // And the mean rate is what the README says (13.3 Mbit/s up).
     let mbps = trace.mean_rate().bits_per_sec() as f64 / 1e6;
     assert!((13.0..13.6).contains(&mbps), "{mbps}");
+}
+
+#[test]
+fn bundled_gzip_file_reads_like_the_embedded_trace() {
+    // The `.gz` file in the repository, as a scenario file names it.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../traces/cellular/TMobile-LTE-short.up.gz");
+    let from_file = CapacityTrace::from_file(&path).unwrap();
+    let embedded = traces::compressed("cellular/TMobile-LTE-short.up").unwrap();
+    assert_eq!(from_file, CapacityTrace::from_bytes(embedded).unwrap());
+    let text = bundled_trace("TMobile-LTE-short.up");
+    assert_eq!(from_file, CapacityTrace::parse(&text).unwrap());
+    assert_eq!(from_file.opportunities_per_period(), 155_381);
+    assert_eq!(from_file.period(), std::time::Duration::from_secs(140));
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! transfers through an emulated path, with and without the Sidekick proxy
 //! daemon on the middle node — and the proxy leaves flows that never asked
 //! for quACKs alone. Needs root, network namespaces and the peers that
-//! `scripts/setup` installs; skips with the reason otherwise.
+//! `scripts/setup` installs; skips with the reason otherwise (fails with
+//! `PEPKIT_REQUIRE_REAL=1`).
 
 use emu::{Process, RealClock, Testbed, TestbedSpec};
 use netsim::{HopConfig, LinkConfig, LossModel, Probability, Rate, Seed};
@@ -20,21 +21,21 @@ fn peers_run() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../peers/run")
 }
 
-/// Why the test cannot run here, if it cannot.
-fn unavailable(peer: &str) -> Option<String> {
-    if let Err(reason) = emu::available() {
-        return Some(format!("real mode {reason}"));
-    }
+/// `Err(why)` if the test of `peer` cannot run here.
+fn runnable(peer: &str) -> Result<(), String> {
+    emu::available().map_err(|reason| format!("real mode {reason}"))?;
     let check = std::process::Command::new(peers_run())
         .args([peer, "check"])
         .output()
-        .ok()?;
-    (!check.status.success()).then(|| {
-        format!(
+        .map_err(|e| format!("cannot run peers/run {peer} check: {e}"))?;
+    if check.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
             "{peer} is not installed (scripts/setup installs it): {}",
             String::from_utf8_lossy(&check.stderr).trim()
-        )
-    })
+        ))
+    }
 }
 
 /// Scenario 2's path, shortened: a lossy 1 ms near hop and a 10 ms,
@@ -137,8 +138,7 @@ fn transfer(
 }
 
 fn peer_through_path(peer: &str) {
-    if let Some(reason) = unavailable(peer) {
-        eprintln!("skipping {peer}: {reason}");
+    if !emu::require_or_skip(&format!("{peer} through the emulated path"), runnable(peer)) {
         return;
     }
     for upload in [false, true] {

@@ -2,7 +2,8 @@
 //! our QUIC endpoints with and without the Sidekick proxy daemon, Linux TCP
 //! end to end and through the split TCP PEP daemon, and the media workload
 //! — and writes the same result files as the simulator. Needs root and
-//! network namespaces; skips with the reason otherwise.
+//! network namespaces; skips with the reason otherwise (fails with
+//! `PEPKIT_REQUIRE_REAL=1`).
 
 use std::path::Path;
 use std::process::Command;
@@ -58,19 +59,9 @@ fn median(summary: &serde_json::Value, name: &str, metric: &str) -> Option<f64> 
         .as_f64()
 }
 
-fn skip() -> bool {
-    match emu::available() {
-        Ok(()) => false,
-        Err(reason) => {
-            eprintln!("skipping: real mode {reason}");
-            true
-        }
-    }
-}
-
 #[test]
 fn bulk_uploads_quic_sidekick_tcp_and_pep() {
-    if skip() {
+    if !emu::require_real_or_skip("bulk_uploads_quic_sidekick_tcp_and_pep") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -149,7 +140,7 @@ middle = "pep"
 
 #[test]
 fn media_with_a_sidekick_resends_from_quacks() {
-    if skip() {
+    if !emu::require_real_or_skip("media_with_a_sidekick_resends_from_quacks") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -35,9 +35,8 @@ pub(crate) fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
-/// Path of a cellular trace in the shared folder beside the repository.
-pub(crate) fn shared_trace(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/cellular")
-        .join(name)
+/// The text of a cellular trace bundled with the repository
+/// (`traces/cellular/<name>.gz`, embedded by the traces crate).
+pub(crate) fn bundled_trace(name: &str) -> String {
+    traces::text(&format!("cellular/{name}")).unwrap()
 }
