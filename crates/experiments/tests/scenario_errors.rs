@@ -386,14 +386,14 @@ fn tcp_and_the_pep_are_checked_and_kept_to_real_mode() {
             .is_some()
     );
     assert_eq!(scenario.unsupported_in(experiments::Mode::Real), None);
+    // The split QUIC proxy runs in both modes (in the path on a testbed);
+    // competing flows only in the simulator.
     let split =
         ScenarioFile::parse(&format!("middle = \"split\"\n{BASE}"), "ok.toml".into()).unwrap();
-    assert!(
-        split.variants[0]
-            .scenario
-            .unsupported_in(experiments::Mode::Real)
-            .is_some()
-    );
+    let real = experiments::Mode::Real;
+    assert_eq!(split.variants[0].scenario.unsupported_in(real), None);
+    let flows = ScenarioFile::parse(&flows("", TWO_FLOWS), "ok.toml".into()).unwrap();
+    assert!(flows.variants[0].scenario.unsupported_in(real).is_some());
 }
 
 #[test]
@@ -403,4 +403,37 @@ fn a_check_names_a_mode_that_exists() {
          at_least = 1.0\nmode = \"reel\"\n"
     );
     assert_mentions(&error(&text), &["check[0].mode", "reel"]);
+}
+
+#[test]
+fn bundled_traces_are_named_by_name_and_unknown_ones_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let bundled = BASE.replace(
+        "rate = \"100Mbit/s\"",
+        "trace = \"cellular/TMobile-LTE-short.up\"\nreverse_trace = \"cellular/TMobile-LTE-short.down\"",
+    );
+    std::fs::write(&path, &bundled).unwrap();
+    let file = ScenarioFile::load(&path).unwrap();
+    let mode = experiments::Mode::Simulator;
+    experiments::Prepared::new(&file.variants[0].scenario, &path, "", mode).unwrap();
+
+    std::fs::write(
+        &path,
+        bundled.replace("TMobile-LTE-short.up", "TMobile-LTE-long.up"),
+    )
+    .unwrap();
+    let file = ScenarioFile::load(&path).unwrap();
+    let error = experiments::Prepared::new(&file.variants[0].scenario, &path, "", mode)
+        .err()
+        .unwrap()
+        .to_string();
+    assert_mentions(
+        &error,
+        &[
+            "hops.near.trace",
+            "TMobile-LTE-long.up",
+            "cellular/ATT-LTE-driving.up",
+        ],
+    );
 }

@@ -102,15 +102,35 @@ impl Prepared {
 }
 
 /// A mahimahi trace by the name a scenario gives: a file relative to
-/// `dir`.
+/// `dir` (plain or `.gz`), or else one bundled with pepkit
+/// (`cellular/TMobile-LTE-short.up`; `traces/` in the repository).
 fn load_trace(dir: &Path, trace: &Path) -> Result<CapacityTrace, String> {
-    CapacityTrace::from_file(dir.join(trace)).map_err(|error| {
+    let path = dir.join(trace);
+    let bundled = trace
+        .to_str()
+        .and_then(|name| traces::compressed(name).ok());
+    let loaded = match bundled {
+        Some(gz) if !path.exists() => CapacityTrace::from_bytes(gz),
+        _ if path.exists() => CapacityTrace::from_file(&path),
+        _ => {
+            let names: Vec<&str> = traces::names().collect();
+            return Err(format!(
+                "{}: no such file relative to {}, and pepkit bundles no trace of that name \
+                 (bundled: {})",
+                trace.display(),
+                dir.display(),
+                names.join(", ")
+            ));
+        }
+    };
+    let at = |error| {
         format!(
             "{} (relative to {}): {error}",
             trace.display(),
             dir.display()
         )
-    })
+    };
+    loaded.map_err(at)
 }
 
 /// Whether Linux offers TCP congestion control `name` (skipped where the
