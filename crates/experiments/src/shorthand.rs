@@ -18,10 +18,6 @@ impl Tagged for cc::Controller {
     const TAG: &'static str = "name";
 }
 
-impl Tagged for crate::systems::Middle {
-    const TAG: &'static str = "kind";
-}
-
 /// Deserialises `T` from its table or from its tag alone.
 pub(crate) fn tagged<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where

@@ -13,7 +13,7 @@ mod progress;
 pub use progress::Progress;
 
 use crate::outcome::{Mode, TrialResult};
-use crate::scenario::{ScenarioError, ScenarioFile};
+use crate::scenario::{MAX_TRIALS, ScenarioError, ScenarioFile, Variant};
 use crate::summary::{CheckResult, SCHEMA, Summary, VariantSummary};
 use crate::trial::Prepared;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,13 +46,47 @@ pub struct RunResults {
     pub skipped: Vec<(String, String)>,
 }
 
+/// A variant ready to run.
+type Ready<'a> = (&'a Variant, Prepared);
+
+/// Variants skipped in this mode, with why.
+type Skipped = Vec<(String, String)>;
+
 /// Runs `file`'s variants, reporting progress to `progress`.
 pub fn run(
     file: &ScenarioFile,
     options: &RunOptions,
     progress: &mut Progress,
 ) -> Result<RunResults, ScenarioError> {
+    let (variants, skipped) = prepare(file, options)?;
+    let trials = execute(&variants, options, progress);
+    let summary = summarize(file, options.mode, &variants, &trials);
+    Ok(RunResults {
+        summary,
+        trials,
+        skipped,
+    })
+}
+
+/// The variants that run in this mode (and match `--only`), prepared with
+/// the options' seed and trial count; the ones skipped, with why.
+fn prepare<'a>(
+    file: &'a ScenarioFile,
+    options: &RunOptions,
+) -> Result<(Vec<Ready<'a>>, Skipped), ScenarioError> {
     let mode = options.mode;
+    let fail = |field: &str, message: String| ScenarioError::Field {
+        path: file.path.clone(),
+        context: String::new(),
+        field: field.into(),
+        message,
+    };
+    if let Some(trials) = options.trials.filter(|&t| t == 0 || t > MAX_TRIALS) {
+        return Err(fail(
+            "trials",
+            format!("--trials {trials} is outside 1..={MAX_TRIALS}"),
+        ));
+    }
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
@@ -70,99 +104,96 @@ pub fn run(
             scenario.seed = seed;
         }
         if let Some(trials) = options.trials {
-            scenario.trials = trials.max(1);
+            scenario.trials = trials;
         }
         let context = format!("variant \"{}\": ", variant.name);
         let prepared = Prepared::new(&scenario, &file.path, &context, mode)?;
         variants.push((variant, prepared));
     }
     if variants.is_empty() && !skipped.is_empty() {
-        return Err(ScenarioError::Field {
-            path: file.path.clone(),
-            context: String::new(),
-            field: "variant".into(),
-            message: format!(
-                "no variant runs in {}: {}",
-                mode.describe(),
-                skipped
-                    .iter()
-                    .map(|(name, why)| format!("{name:?}: {why}"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        });
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|(name, why)| format!("{name:?}: {why}"))
+            .collect();
+        let message = format!("no variant runs in {}: {}", mode.describe(), why.join("; "));
+        return Err(fail("variant", message));
     }
     if variants.is_empty() {
-        return Err(ScenarioError::Field {
-            path: file.path.clone(),
-            context: String::new(),
-            field: "variant".into(),
-            message: format!(
-                "no variant's name contains {:?}; the variants are {:?}",
-                options.only.as_deref().unwrap_or(""),
-                file.variants
-                    .iter()
-                    .map(|v| v.name.as_str())
-                    .collect::<Vec<_>>()
-            ),
-        });
+        let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
+        let only = options.only.as_deref().unwrap_or("");
+        let message = format!("no variant's name contains {only:?}; the variants are {names:?}");
+        return Err(fail("variant", message));
     }
-    let tasks: Vec<(usize, u32)> = variants
-        .iter()
-        .enumerate()
-        .flat_map(|(v, (_, prepared))| (0..prepared.scenario().trials).map(move |t| (v, t)))
-        .collect();
-    let jobs = match mode {
+    Ok((variants, skipped))
+}
+
+/// Runs every trial of every variant: on a pool of threads in the
+/// simulator (each trial on its own, so the results do not depend on the
+/// pool), one at a time in real mode. Results per variant, by trial.
+fn execute(
+    variants: &[Ready<'_>],
+    options: &RunOptions,
+    progress: &mut Progress,
+) -> Vec<Vec<TrialResult>> {
+    // Trial `t` of variant `v` is task `starts[v] + t`: no list of tasks.
+    let mut starts = Vec::with_capacity(variants.len() + 1);
+    let mut total = 0usize;
+    for (_, prepared) in variants {
+        starts.push(total);
+        total += prepared.scenario().trials as usize;
+    }
+    let jobs = match options.mode {
         // Real trials measure the machine: one at a time.
         Mode::Real => 1,
         Mode::Simulator => options
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .clamp(1, tasks.len()),
+            .clamp(1, total.max(1)),
     };
-    progress.start(tasks.len(), jobs);
-
-    let mut slots: Vec<Vec<Option<TrialResult>>> = variants
-        .iter()
-        .map(|(_, prepared)| vec![None; prepared.scenario().trials as usize])
-        .collect();
+    progress.start(total, jobs);
+    let mut results: Vec<Vec<TrialResult>> = variants.iter().map(|_| Vec::new()).collect();
     let next = AtomicUsize::new(0);
-    let (sender, receiver) = mpsc::channel::<TrialResult>();
+    let (sender, receiver) = mpsc::channel::<(usize, TrialResult)>();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let sender = sender.clone();
-            let (next, tasks, variants) = (&next, &tasks, &variants);
+            let (next, starts) = (&next, &starts);
             scope.spawn(move || {
-                while let Some(&(v, trial)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                loop {
+                    let task = next.fetch_add(1, Ordering::Relaxed);
+                    if task >= total {
+                        return;
+                    }
+                    let v = starts.partition_point(|&start| start <= task) - 1;
                     let (variant, prepared) = &variants[v];
-                    let result = prepared.run(&variant.name, trial, mode);
-                    if sender.send(result).is_err() {
+                    let trial = (task - starts[v]) as u32;
+                    let result = prepared.run(&variant.name, trial, options.mode);
+                    if sender.send((v, result)).is_err() {
                         return;
                     }
                 }
             });
         }
         drop(sender);
-        for result in receiver {
-            let v = variants
-                .iter()
-                .position(|(variant, _)| variant.name == result.variant)
-                .expect("results come from these variants");
+        for (v, result) in receiver {
             progress.trial_done(&result);
-            let trial = result.trial as usize;
-            slots[v][trial] = Some(result);
+            results[v].push(result);
         }
     });
     progress.finish();
+    for trials in &mut results {
+        trials.sort_by_key(|trial| trial.trial);
+    }
+    results
+}
 
-    let trials: Vec<Vec<TrialResult>> = slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_iter()
-                .map(|t| t.expect("every trial ran"))
-                .collect()
-        })
-        .collect();
+/// Each variant's summary, and the claims that can be checked on what ran.
+fn summarize(
+    file: &ScenarioFile,
+    mode: Mode,
+    variants: &[Ready<'_>],
+    trials: &[Vec<TrialResult>],
+) -> Summary {
     let first = variants[0].1.scenario();
     let summary = Summary {
         schema: SCHEMA.to_string(),
@@ -175,7 +206,7 @@ pub fn run(
         headline: first.headline(),
         variants: variants
             .iter()
-            .zip(&trials)
+            .zip(trials)
             .map(|((variant, _), results)| VariantSummary::new(variant, results))
             .collect(),
         checks: Vec::new(),
@@ -192,10 +223,5 @@ pub fn run(
         .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
         .map(|check| CheckResult::evaluate(check, &summary))
         .collect();
-    let summary = Summary { checks, ..summary };
-    Ok(RunResults {
-        summary,
-        trials,
-        skipped,
-    })
+    Summary { checks, ..summary }
 }

@@ -27,6 +27,7 @@ pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, ScenarioFile, SweepPoint, Variant};
 pub use hop::{Buffer, Capacity, Hop};
 pub use raw::{AckFrequencySpec, LossDirection, Transport};
+pub use validate::{MAX_HOPS, MAX_TRIALS};
 
 use crate::figure::Plot;
 use crate::outcome::Mode;

@@ -20,7 +20,11 @@ fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
 
 /// The most hops a path may have: every middle node decrements the IP TTL,
 /// which starts at 64.
-pub(crate) const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize - 1;
+pub const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize - 1;
+
+/// The most trials a variant may have: every trial's results are kept in
+/// memory until the summary is written.
+pub const MAX_TRIALS: u32 = 100_000;
 
 /// The most competing flows.
 const MAX_FLOWS: usize = 200;
@@ -98,6 +102,16 @@ impl RawScenario {
     fn check_run(&self) -> Result<(), Problem> {
         if self.trials == 0 {
             return fail("trials", "must be at least 1");
+        }
+        if self.trials > MAX_TRIALS {
+            return fail(
+                "trials",
+                format!(
+                    "{} is more than {MAX_TRIALS} (every trial's results are kept in memory; \
+                     split the run with --seed)",
+                    self.trials
+                ),
+            );
         }
         if self
             .sample_interval

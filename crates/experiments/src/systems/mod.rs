@@ -44,6 +44,10 @@ pub enum Middle {
     Sidekick(Sidekick),
 }
 
+impl crate::shorthand::Tagged for Middle {
+    const TAG: &'static str = "kind";
+}
+
 impl Middle {
     /// The system's behaviour.
     pub(crate) fn system(&self) -> &dyn System {
