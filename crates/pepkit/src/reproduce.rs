@@ -1,7 +1,8 @@
 //! `pepkit reproduce PAPER`: run every scenario of one paper
-//! (`scenarios/PAPER/*.toml`, in name order), each into its own directory,
-//! and write an index that gathers the tables, the paper's claims and the
-//! figures. Exits with status 1 if a claim did not hold.
+//! (`scenarios/PAPER/*.toml`, in the order of the paper's figures), each
+//! into its own directory, and write an index that opens with the number of
+//! claims that held and gathers the tables, the claims and the figures.
+//! Exits with status 1 if a claim did not hold.
 
 use crate::run_scenario::{Common, run_and_write};
 use experiments::{RunOptions, ScenarioFile};
@@ -12,7 +13,9 @@ use std::process::ExitCode;
 /// Arguments of `pepkit reproduce`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The paper: a directory of `--scenarios` (sidekick, pemi, ...).
+    /// The paper: a directory of `--scenarios`. `sidekick` reproduces
+    /// every Sidekick figure; the other papers' directories hold the
+    /// scenarios written so far, without their systems yet.
     paper: String,
     /// Where the scenario directories are.
     #[arg(long, default_value = "scenarios")]
@@ -63,7 +66,18 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         only: None,
         mode: experiments::Mode::Simulator,
     };
-    let mut index = format!("# {}: every scenario, reproduced\n\n", args.paper);
+    // In the order of the paper's figures; scenarios beyond the paper last.
+    loaded.sort_by(|(a_path, a), (b_path, b)| {
+        let key = |file: &ScenarioFile| file.base.figure.as_deref().map(figure_key);
+        match (key(a), key(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| a_path.cmp(b_path))
+    });
+    let mut sections = String::new();
     let (mut held, mut failed) = (0, 0);
     for (number, (path, file)) in loaded.iter().enumerate() {
         let stem = path
@@ -76,7 +90,12 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(code) => return code,
         };
         let summary = &results.summary;
-        writeln!(index, "## {}\n", summary.title).expect("writing to a String");
+        let heading = match &file.base.figure {
+            Some(figure) => format!("Figure {figure}: {}", summary.title),
+            None => summary.title.clone(),
+        };
+        let index = &mut sections;
+        writeln!(index, "## {heading}\n").expect("writing to a String");
         writeln!(
             index,
             "`{}` → [`{stem}/`]({stem}/summary.md)\n",
@@ -95,7 +114,12 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             writeln!(index, "![{figure}]({stem}/{figure})\n").expect("writing to a String");
         }
     }
-    writeln!(index, "---\n{held} of {} claims held.", held + failed).expect("writing to a String");
+    let verdict = if failed == 0 { "✓" } else { "✗" };
+    let index = format!(
+        "# {}: every scenario, reproduced\n\n**{verdict} {held} of {} claims held.**\n\n{sections}",
+        args.paper,
+        held + failed
+    );
     let index_path = out.join("README.md");
     if let Err(error) = std::fs::write(&index_path, index) {
         eprintln!("error: writing {}: {error}", index_path.display());
@@ -111,6 +135,13 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// A figure's sort key: `"4a"` → (4, "a"), so that 10 comes after 9.
+fn figure_key(figure: &str) -> (u32, String) {
+    let digits: String = figure.chars().take_while(char::is_ascii_digit).collect();
+    let number = digits.parse().unwrap_or(u32::MAX);
+    (number, figure[digits.len()..].to_string())
 }
 
 /// The `.toml` files in `dir` whose names contain `only`, sorted.

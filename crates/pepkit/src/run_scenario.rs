@@ -39,7 +39,8 @@ pub(crate) struct Common {
     /// Threads to run trials on [default: all cores].
     #[arg(long)]
     pub(crate) jobs: Option<usize>,
-    /// Print nothing but errors while running.
+    /// No progress while running: only errors, then the results table,
+    /// the claims and where the files are.
     #[arg(long, short)]
     pub(crate) quiet: bool,
 }

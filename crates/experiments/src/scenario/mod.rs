@@ -46,6 +46,9 @@ pub struct Scenario {
     pub title: String,
     /// The paper, table or figure this reproduces.
     pub source: Option<String>,
+    /// The paper's figure it reproduces (`"4a"`), by which `pepkit
+    /// reproduce` orders its index.
+    pub figure: Option<String>,
     /// The base seed; trial `i` of every variant uses the seed derived
     /// from it and `i`.
     pub seed: u64,

@@ -20,6 +20,8 @@ pub(crate) struct RawScenario {
     pub title: String,
     #[serde(default)]
     pub source: Option<String>,
+    #[serde(default)]
+    pub figure: Option<String>,
     #[serde(default = "default_seed")]
     pub seed: u64,
     #[serde(default = "default_trials")]

@@ -84,6 +84,7 @@ impl RawScenario {
             name: self.name,
             title: self.title,
             source: self.source,
+            figure: self.figure,
             seed: self.seed,
             trials: self.trials,
             time_limit: self.time_limit.0,

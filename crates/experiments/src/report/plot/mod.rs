@@ -1,5 +1,8 @@
 //! Figures in PNG and SVG, drawn with plotters and the embedded DejaVu Sans
-//! font (no system fonts needed).
+//! font (no system fonts needed). [`style`] keeps them readable: a
+//! colour-blind-safe palette, legends beside the data, scaled units.
+
+mod style;
 
 use crate::figure::Plot;
 use crate::run::RunResults;
@@ -9,6 +12,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
+use style::{Unit, colour, dashed, legend, legend_width, series_label, tick};
 
 /// Registers the embedded font as plotters' "sans-serif", once.
 fn register_font() {
@@ -27,13 +31,8 @@ type DrawResult = Result<(), Box<dyn std::error::Error>>;
 /// Draws `figure` from `results` into `path` (PNG or SVG by extension).
 pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> DrawResult {
     register_font();
-    let width = match figure {
-        Plot::Bars { .. } => (160 * results.summary.variants.len() as u32).clamp(640, 1600),
-        Plot::Cdf { .. } | Plot::Series { .. } | Plot::Lines { .. } => 800,
-    };
-    let size = (width, 480);
-    let svg = path.extension().is_some_and(|e| e == "svg");
-    if svg {
+    let size = size(figure, results);
+    if path.extension().is_some_and(|e| e == "svg") {
         let root = SVGBackend::new(path, size).into_drawing_area();
         render(&root, figure, title, results)?;
         root.present()?;
@@ -43,6 +42,21 @@ pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults
         root.present()?;
     }
     Ok(())
+}
+
+/// The figure's size in pixels.
+fn size(figure: &Plot, results: &RunResults) -> (u32, u32) {
+    let variants = results.summary.variants.len() as u32;
+    match figure {
+        Plot::Bars { .. } => ((185 * variants).clamp(640, 1850), 480),
+        Plot::Series { .. } => {
+            let panels = series_lines(figure, results).len().max(1) as u32;
+            let cols = panels.min(3);
+            let rows = panels.div_ceil(cols);
+            (cols * 380 + 20, 50 + rows * 270)
+        }
+        Plot::Cdf { .. } | Plot::Lines { .. } => (980, 480),
+    }
 }
 
 fn render<DB: DrawingBackend>(
@@ -62,12 +76,9 @@ where
             y_from,
             ..
         } => cdf(root, distribution, *y_from, title, results),
-        Plot::Series {
-            field,
-            trial,
-            variants,
-            ..
-        } => series(root, field, *trial, variants, title, results),
+        Plot::Series { field, trial, .. } => {
+            series(root, field, *trial, series_lines(figure, results), title)
+        }
         Plot::Lines {
             metric,
             x_label,
@@ -75,6 +86,19 @@ where
             ..
         } => lines(root, metric, x_label.as_deref(), *x_scale, title, results),
     }
+}
+
+/// The chart's area and, beside it, the legend's (when there are names).
+fn with_legend<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    names: &[&str],
+) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
+    let width = legend_width(names);
+    if width == 0 {
+        return (root.clone(), None);
+    }
+    let (chart, legend) = root.split_horizontally(root.dim_in_pixel().0.saturating_sub(width));
+    (chart, Some(legend))
 }
 
 /// Medians as bars with p25–p75 error bars, and the paper's value as a
@@ -117,7 +141,7 @@ where
         })
         .label_style(("sans-serif", 13))
         .draw()?;
-    let fill = Palette99::pick(0).mix(0.75).filled();
+    let fill = colour(0).mix(0.8).filled();
     for (i, variant) in variants.iter().enumerate() {
         let Some(spread) = variant.metrics.get(metric) else {
             continue;
@@ -156,69 +180,83 @@ fn segments(
     (0..n.saturating_sub(1).max(1)).into_segmented()
 }
 
-/// Drops a trailing `.0` from axis labels.
-fn tick(value: &f64) -> String {
-    // Tick steps such as 0.1 add up to 0.7999999999999999: round to ten
-    // significant digits (values that print short are unchanged).
-    let value: f64 = format!("{value:.9e}").parse().unwrap_or(*value);
-    let text = format!("{value}");
-    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
-}
-
-/// One sampled variable of one trial over time, a line per variant (like
-/// Sidekick's Figure 9 of the congestion window).
-fn series<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    field: &str,
-    trial: u32,
-    only: &[String],
-    title: &str,
-    results: &RunResults,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    let lines: Vec<(&str, Vec<(f64, f64)>)> = results
+/// A series plot's lines: per variant it draws, one trial's samples of
+/// the field, as (time, value).
+fn series_lines<'a>(figure: &Plot, results: &'a RunResults) -> Vec<(&'a str, Vec<(f64, f64)>)> {
+    let Plot::Series {
+        field,
+        trial,
+        variants: only,
+        ..
+    } = figure
+    else {
+        return Vec::new();
+    };
+    results
         .summary
         .variants
         .iter()
         .zip(&results.trials)
         .filter(|(variant, _)| only.is_empty() || only.contains(&variant.name))
         .filter_map(|(variant, trials)| {
-            let trial = trials.get(trial as usize)?;
+            let trial = trials.get(*trial as usize)?;
             let (times, values) = (trial.series.get("t_s")?, trial.series.get(field)?);
             let points = times.iter().copied().zip(values.iter().copied()).collect();
             Some((variant.name.as_str(), points))
         })
-        .collect();
+        .collect()
+}
+
+/// One sampled variable of one trial over time, as small multiples: a
+/// panel per variant on shared axes (like Sidekick's Figure 9 of the
+/// congestion window), so that no line hides another.
+fn series<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    field: &str,
+    trial: u32,
+    lines: Vec<(&str, Vec<(f64, f64)>)>,
+    title: &str,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     let right = lines
         .iter()
         .flat_map(|(_, points)| points.last().map(|p| p.0))
         .fold(1e-9_f64, f64::max);
-    let top = lines
+    let max = lines
         .iter()
         .flat_map(|(_, points)| points.iter().map(|p| p.1))
-        .fold(1e-9_f64, f64::max)
-        * 1.1;
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..right, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc(format!("{} (trial {trial})", field.replace('_', " ")))
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .draw()?;
-    for (index, (name, points)) in lines.into_iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
-        line(&mut chart, color, name, points)?;
+        .fold(1e-9_f64, f64::max);
+    let (label, Unit { scale, .. }) = series_label(field, max);
+    let top = max / scale * 1.1;
+    let title = if title.contains("trial") {
+        title.to_string()
+    } else {
+        format!("{title} (trial {trial})")
+    };
+    let area = root.titled(&title, ("sans-serif", 20))?;
+    let cols = lines.len().clamp(1, 3);
+    let rows = lines.len().div_ceil(cols).max(1);
+    let panels = area.split_evenly((rows, cols));
+    for (index, ((name, points), panel)) in lines.into_iter().zip(&panels).enumerate() {
+        let mut chart = ChartBuilder::on(panel)
+            .caption(name, ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..right, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(label.as_str())
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .label_style(("sans-serif", 12))
+            .draw()?;
+        let scaled = points.into_iter().map(|(t, v)| (t, v / scale));
+        chart.draw_series(LineSeries::new(scaled, colour(index).stroke_width(2)))?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -233,7 +271,7 @@ fn cdf<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let pooled: Vec<(String, Vec<f64>)> = results
+    let pooled: Vec<(&str, Vec<f64>)> = results
         .summary
         .variants
         .iter()
@@ -241,28 +279,25 @@ where
         .map(|(variant, trials)| {
             let mut values: Vec<f64> = trials
                 .iter()
-                .flat_map(|t| {
-                    t.distributions
-                        .get(distribution)
-                        .into_iter()
-                        .flatten()
-                        .copied()
-                })
+                .flat_map(|t| t.distributions.get(distribution).into_iter().flatten())
+                .copied()
                 .collect();
             values.sort_by(f64::total_cmp);
-            (variant.name.clone(), values)
+            (variant.name.as_str(), values)
         })
+        .filter(|(_, values)| !values.is_empty())
         .collect();
     // Show up to the largest 99.5th percentile, so one outlier does not
     // squash every curve against the axis.
     let right = pooled
         .iter()
-        .filter(|(_, values)| !values.is_empty())
         .map(|(_, values)| quantile(values, 0.995))
         .fold(0.0_f64, f64::max)
         .max(1e-9)
         * 1.05;
-    let mut chart = ChartBuilder::on(root)
+    let names: Vec<&str> = pooled.iter().map(|(name, _)| *name).collect();
+    let (area, legend_area) = with_legend(root, &names);
+    let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
@@ -275,27 +310,24 @@ where
         .x_label_formatter(&tick)
         .label_style(("sans-serif", 13))
         .draw()?;
-    for (index, (name, values)) in pooled.iter().enumerate() {
-        if values.is_empty() {
-            continue;
-        }
-        let color = Palette99::pick(index).to_rgba();
+    for (index, (_, values)) in pooled.iter().enumerate() {
         let n = values.len() as f64;
         // At most ~2000 points per curve: every k-th order statistic.
         let step = (values.len() / 2000).max(1);
-        let points = values
+        let last = values.len() - 1;
+        let points: Vec<(f64, f64)> = values
             .iter()
             .enumerate()
             .step_by(step)
-            .chain(std::iter::once((
-                values.len() - 1,
-                &values[values.len() - 1],
-            )))
+            .chain(std::iter::once((last, &values[last])))
             .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n))
-            .filter(|&(_, y)| y >= y_from);
-        line(&mut chart, color, name, points)?;
+            .filter(|&(_, y)| y >= y_from)
+            .collect();
+        line(&mut chart, index, points)?;
     }
-    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    if let Some(legend_area) = legend_area {
+        legend(&legend_area, &names)?;
+    }
     Ok(())
 }
 
@@ -340,7 +372,9 @@ where
         .flat_map(|(_, p)| p.iter().map(|v| v.3))
         .fold(1e-9_f64, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(root)
+    let names: Vec<&str> = groups.iter().map(|(name, _)| *name).collect();
+    let (area, legend_area) = with_legend(root, &names);
+    let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
@@ -354,51 +388,38 @@ where
         .y_label_formatter(&tick)
         .label_style(("sans-serif", 13))
         .draw()?;
-    for (index, (name, points)) in groups.into_iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
-        chart.draw_series(points.iter().map(|&(x, p25, median, p75)| {
-            ErrorBar::new_vertical(x, p25, median, p75, color.stroke_width(1), 6)
-        }))?;
-        let medians = points.iter().map(|&(x, _, median, _)| (x, median));
-        line(&mut chart, color, name, medians)?;
+    for (index, (_, points)) in groups.into_iter().enumerate() {
+        let style = colour(index).stroke_width(1);
+        chart.draw_series(
+            points.iter().map(|&(x, p25, median, p75)| {
+                ErrorBar::new_vertical(x, p25, median, p75, style, 6)
+            }),
+        )?;
+        let medians: Vec<(f64, f64)> = points.iter().map(|&(x, _, m, _)| (x, m)).collect();
+        line(&mut chart, index, medians)?;
     }
-    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    if let Some(legend_area) = legend_area {
+        legend(&legend_area, &names)?;
+    }
     Ok(())
 }
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-/// Draws `points` as a line of `color` with a legend entry `name`.
+/// Draws series `index` as a line of its colour, dashed if its style is.
 fn line<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
-    color: RGBAColor,
-    name: &str,
-    points: impl IntoIterator<Item = (f64, f64)>,
+    index: usize,
+    points: Vec<(f64, f64)>,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    chart
-        .draw_series(LineSeries::new(points, color.stroke_width(2)))?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-    Ok(())
-}
-
-/// The legend of every labelled line, boxed, at `position`.
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Chart<'a, DB>,
-    position: SeriesLabelPosition,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .draw()?;
+    let style = colour(index).stroke_width(2);
+    if dashed(index) {
+        chart.draw_series(DashedLineSeries::new(points, 8, 5, style))?;
+    } else {
+        chart.draw_series(LineSeries::new(points, style))?;
+    }
     Ok(())
 }
