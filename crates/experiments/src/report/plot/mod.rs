@@ -89,8 +89,8 @@ where
 }
 
 /// The chart's area and, beside it, the legend's (when there are names).
-fn with_legend<'a, DB: DrawingBackend>(
-    root: &'a DrawingArea<DB, Shift>,
+fn with_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
     names: &[&str],
 ) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
     let width = legend_width(names);
