@@ -61,7 +61,7 @@ impl Middlebox for Toy {
         match datagram.dst.port() {
             DROPPY => {
                 self.droppy_seen += 1;
-                if self.droppy_seen % 2 == 0 {
+                if self.droppy_seen.is_multiple_of(2) {
                     return;
                 }
                 self.out.push_back(Transmit::at(now, datagram));
