@@ -12,7 +12,8 @@
 //! Then the generator offers a fixed load (small UDP datagrams, random
 //! identifiers at offset 21, round robin over the flows, in 1 ms bursts
 //! sent with `sendmmsg` on a packet socket) while the daemon's thread
-//! alternates phases of the *same* loop ([`SidekickDaemon::turn`]):
+//! alternates phases of the *same* loop ([`SidekickDaemon::turn`], i.e.
+//! the generic middlebox driver beside the path, [`crate::driver`]):
 //! **null** (capture and parse, no engine) and **full** (the engine, with
 //! its quACKs sent), in the order null, full, full, null, … so that a
 //! drift in the machine's speed affects both alike. For each phase it

@@ -258,9 +258,9 @@ impl SidekickDaemon {
             );
             self.next_stats = now + self.stats_every.unwrap_or(Duration::MAX);
         }
-        let errors = self.driver.stats().interface_errors;
+        let errors = self.driver.counters().interface_errors;
         self.driver.turn(max_sleep)?;
-        if self.driver.stats().interface_errors > errors {
+        if self.driver.counters().interface_errors > errors {
             let _ = writeln!(
                 log,
                 "sidekick-proxy: {} is down; waiting for it",

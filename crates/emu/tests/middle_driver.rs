@@ -8,7 +8,7 @@
 //! namespaces are removed when the testbed drops, also when an assertion
 //! fails.
 
-use emu::driver::Placement;
+use emu::driver::{MiddleStats, Placement};
 use emu::sys::{PacketSocket, RecvBatch};
 use emu::{RealClock, Testbed, TestbedSpec};
 use netsim::{BufferLimit, Datagram, HopConfig, Interface, LinkConfig, Middlebox, Rate, Seed};
@@ -241,6 +241,114 @@ fn median(mut delays: Vec<Duration>) -> Duration {
     delays[delays.len() / 2]
 }
 
+/// What crossed the middle node.
+struct Traffic {
+    /// What the server's UDP sockets received.
+    arrivals: Arrivals,
+    /// The TTLs of the datagrams to [`PLAIN`] on the server's wire.
+    ttls: Vec<u8>,
+    /// Sends to the node's own address: to the engine's port, to another.
+    to_control: io::Result<()>,
+    to_unowned: io::Result<()>,
+    /// The bytes the TCP server counted, as the client read them.
+    tcp: u64,
+}
+
+/// Runs the server (UDP ports, a TCP listener, a packet socket on its
+/// wire) and the client's sends through the middle node.
+fn exchange(testbed: &Testbed) -> Traffic {
+    let clock = testbed.clock();
+    let server_stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let server = {
+        let stop = server_stop.clone();
+        testbed
+            .spawn_in(testbed.server(), "server", move || -> io::Result<_> {
+                let sniffer = PacketSocket::bind("eth0", 4 << 20)?;
+                let listener = TcpListener::bind(SocketAddrV4::new(SERVER, TCP_PORT))?;
+                let tcp = std::thread::spawn(move || serve_tcp(listener));
+                let _ = ready_tx.send(());
+                let arrivals = serve_udp(clock, &stop)?;
+                let tcp = tcp.join().expect("the TCP server thread");
+                Ok((arrivals, wire_ttls(&sniffer)?, tcp))
+            })
+            .unwrap()
+    };
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the server is ready");
+    let (udp, tcp) = testbed
+        .spawn_in(testbed.client(), "client", move || {
+            (client_udp(clock), client_tcp())
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    let (to_control, to_unowned) = udp.expect("the client sends");
+    let tcp = tcp.expect("TCP passes through the middle node");
+    std::thread::sleep(DELAY + Duration::from_millis(100));
+    server_stop.store(true, Ordering::Relaxed);
+    let (arrivals, ttls, served) = server.join().unwrap().unwrap().expect("the server runs");
+    served.expect("the TCP server");
+    Traffic {
+        arrivals,
+        ttls,
+        to_control,
+        to_unowned,
+        tcp,
+    }
+}
+
+/// The datagrams to [`DELAYED`] were held 50 ms (out of interface 1).
+fn check_delays(traffic: &Traffic, stats: &MiddleStats) {
+    let delays = |port: u16| -> Vec<Duration> {
+        traffic
+            .arrivals
+            .iter()
+            .filter(|a| a.0 == port)
+            .map(|a| a.2)
+            .collect()
+    };
+    let plain = median(delays(PLAIN));
+    let delayed = delays(DELAYED);
+    assert_eq!(delayed.len(), COUNT as usize);
+    let extra = median(delayed.clone()) - plain;
+    eprintln!(
+        "one-way delay: plain median {plain:?}, delayed median {:?} (min {:?}): +{extra:?}",
+        median(delayed.clone()),
+        delayed.iter().min().unwrap()
+    );
+    assert!(delayed.iter().all(|&d| d >= DELAY), "{delayed:?}");
+    assert!(
+        extra >= DELAY - Duration::from_millis(1) && extra <= DELAY + Duration::from_millis(15),
+        "{extra:?}"
+    );
+    assert_eq!(stats.held, u64::from(COUNT));
+    assert_eq!(stats.late.frames, u64::from(COUNT));
+}
+
+/// The node's own address: both ports reach the engine; only the one the
+/// engine owns is spared the kernel's port unreachable.
+fn check_own_address(traffic: &Traffic, toy: &Toy, stats: &MiddleStats) {
+    assert!(traffic.to_control.is_ok(), "{:?}", traffic.to_control);
+    assert_eq!(
+        traffic.to_unowned.as_ref().map_err(io::Error::kind).err(),
+        Some(io::ErrorKind::ConnectionRefused),
+        "the control case: the kernel answers a port nobody bound"
+    );
+    let to = |addr: SocketAddrV4| {
+        toy.for_node
+            .iter()
+            .filter(|d| d.dst == SocketAddr::V4(addr))
+            .count()
+    };
+    // (The unowned port's sends stop at the first refusal.)
+    assert_eq!(to(CONTROL), 3);
+    assert!(to(UNOWNED) >= 1);
+    assert_eq!(stats.local_datagrams, 3, "the bound socket's copies");
+}
+
 #[test]
 fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
     if let Err(reason) = emu::available() {
@@ -274,39 +382,7 @@ fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
         .expect("the driver opens");
     assert_eq!(forwarding(&testbed), "0", "in path, the kernel does not");
 
-    // The server: UDP ports, a TCP listener, a packet socket on its wire.
-    let server_stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let server = {
-        let stop = server_stop.clone();
-        testbed
-            .spawn_in(testbed.server(), "server", move || -> io::Result<_> {
-                let sniffer = PacketSocket::bind("eth0", 4 << 20)?;
-                let listener = TcpListener::bind(SocketAddrV4::new(SERVER, TCP_PORT))?;
-                let tcp = std::thread::spawn(move || serve_tcp(listener));
-                let _ = ready_tx.send(());
-                let arrivals = serve_udp(clock, &stop)?;
-                let tcp = tcp.join().expect("the TCP server thread");
-                Ok((arrivals, wire_ttls(&sniffer)?, tcp))
-            })
-            .unwrap()
-    };
-    ready_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the server is ready");
-    let (udp, tcp) = testbed
-        .spawn_in(testbed.client(), "client", move || {
-            (client_udp(clock), client_tcp())
-        })
-        .unwrap()
-        .join()
-        .unwrap()
-        .unwrap();
-    let (to_control, to_unowned) = udp.expect("the client sends");
-    let tcp = tcp.expect("TCP passes through the middle node");
-    std::thread::sleep(DELAY + Duration::from_millis(100));
-    server_stop.store(true, Ordering::Relaxed);
-    let (arrivals, ttls, served) = server.join().unwrap().unwrap().expect("the server runs");
+    let traffic = exchange(&testbed);
     stop.store(true, Ordering::Relaxed);
     let run = middle.join().expect("the driver runs");
     assert!(run.error.is_none(), "{:?}", run.error);
@@ -320,30 +396,18 @@ fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
 
     // Forwarded by destination: all of them, TTL 64 - 1 on the wire.
     let on = |port: u16| -> Vec<&(u16, u32, Duration)> {
-        arrivals.iter().filter(|a| a.0 == port).collect()
+        traffic.arrivals.iter().filter(|a| a.0 == port).collect()
     };
-    assert_eq!(on(PLAIN).len(), COUNT as usize, "{arrivals:?}");
-    assert_eq!(ttls, vec![63; COUNT as usize], "TTLs on the server's wire");
+    assert_eq!(on(PLAIN).len(), COUNT as usize, "{:?}", traffic.arrivals);
+    assert_eq!(
+        traffic.ttls,
+        vec![63; COUNT as usize],
+        "TTLs on the server's wire"
+    );
     // Every second one dropped.
     let droppy: Vec<u32> = on(DROPPY).iter().map(|a| a.1).collect();
     assert_eq!(droppy, (0..COUNT).step_by(2).collect::<Vec<_>>());
-    // Delayed, out of interface 1.
-    let plain = median(on(PLAIN).iter().map(|a| a.2).collect());
-    let delayed: Vec<Duration> = on(DELAYED).iter().map(|a| a.2).collect();
-    assert_eq!(delayed.len(), COUNT as usize);
-    let extra = median(delayed.clone()) - plain;
-    eprintln!(
-        "one-way delay: plain median {plain:?}, delayed median {:?} (min {:?}): +{extra:?}",
-        median(delayed.clone()),
-        delayed.iter().min().unwrap()
-    );
-    assert!(delayed.iter().all(|&d| d >= DELAY), "{delayed:?}");
-    assert!(
-        extra >= DELAY - Duration::from_millis(1) && extra <= DELAY + Duration::from_millis(15),
-        "{extra:?}"
-    );
-    assert_eq!(stats.held, u64::from(COUNT));
-    assert_eq!(stats.late.frames, u64::from(COUNT));
+    check_delays(&traffic, &stats);
     // TTL 1 expires here.
     assert!(on(EXPIRING).is_empty());
     assert_eq!(stats.ttl_expired, 3);
@@ -355,29 +419,10 @@ fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
             .clone()
             .all(|&(from, _, ttl)| from == Interface(0) && ttl == 63)
     );
-
-    // The node's own address: both ports reach the engine; only the one
-    // the engine owns is spared the kernel's port unreachable.
-    assert!(to_control.is_ok(), "{to_control:?}");
-    assert_eq!(
-        to_unowned.as_ref().map_err(io::Error::kind).err(),
-        Some(io::ErrorKind::ConnectionRefused),
-        "the control case: the kernel answers a port nobody bound"
-    );
-    let to = |addr: SocketAddrV4| {
-        toy.for_node
-            .iter()
-            .filter(|d| d.dst == SocketAddr::V4(addr))
-            .count()
-    };
-    // (The unowned port's sends stop at the first refusal.)
-    assert_eq!(to(CONTROL), 3);
-    assert!(to(UNOWNED) >= 1);
-    assert_eq!(stats.local_datagrams, 3, "the bound socket's copies");
+    check_own_address(&traffic, &toy, &stats);
 
     // TCP passed through unchanged (in both directions).
-    assert_eq!(tcp, 65_536);
-    served.expect("the TCP server");
+    assert_eq!(traffic.tcp, 65_536);
     assert!(stats.passed_through > 40, "{stats:?}");
     assert_eq!(stats.malformed_frames, 0, "{stats:?}");
     assert_eq!(stats.send_errors, 0, "{stats:?}");

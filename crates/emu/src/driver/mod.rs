@@ -15,14 +15,15 @@
 //! whose TTL runs out is dropped and counted) and hands the datagram to the
 //! engine with the interface it arrived on (`Interface(i)`: the node's
 //! `i`-th interface, 0 facing the client as on a simulator chain). What the
-//! engine transmits leaves at its [`Transmit::at`] — held in a time-ordered
-//! queue until then — out of [`Route::Interface`], or by destination through
-//! the caller's [`Routes`], as an Ethernet frame built here (valid IPv4 and
-//! UDP checksums; our MAC as source, the neighbour's as destination), sent
-//! with `sendmmsg` on the outgoing interface's packet socket. Frames that
-//! are not IPv4/UDP (ARP, ICMP, TCP, IPv6, fragments, malformed) are passed
-//! through at once and unchanged but for their Ethernet addresses: IPv4
-//! by the routing table, anything else out of every other interface (a
+//! engine transmits leaves at its [`Transmit::at`] — held in a
+//! time-ordered queue until then — out of [`netsim::Route::Interface`], or
+//! by destination through the caller's [`Routes`], as an Ethernet frame
+//! built here (valid IPv4 and UDP checksums; our MAC as source, the
+//! neighbour's as destination), sent with `sendmmsg` on the outgoing
+//! interface's packet socket. Frames that are not IPv4/UDP (ARP, ICMP,
+//! TCP, IPv6, fragments, malformed) are passed through at once and
+//! unchanged but for their Ethernet addresses: IPv4 by the routing table,
+//! anything else out of every other interface (a
 //! middlebox forwards what it does not understand). IPv4 packets for the
 //! node's own addresses that are not UDP are the kernel's alone.
 //!
@@ -513,7 +514,14 @@ impl<M: Middlebox> MiddleDriver<M> {
         }
     }
 
-    /// The counters now (reads the kernel's drop counters).
+    /// The counters as they stand, without asking the kernel for its
+    /// drops (no system call; [`MiddleDriver::stats`] does).
+    pub fn counters(&self) -> &MiddleStats {
+        &self.core.stats
+    }
+
+    /// The counters now (reads the kernel's drop counters: a system call
+    /// per interface).
     pub fn stats(&mut self) -> MiddleStats {
         for port in &self.ports {
             if let Ok(kernel) = port.socket.take_stats() {
