@@ -30,3 +30,9 @@ pub fn install() {
 pub fn requested() -> bool {
     flag().load(Ordering::Relaxed)
 }
+
+/// Asks every loop to stop, as the first signal does (for a caller that
+/// stops a run itself, and for tests).
+pub fn request() {
+    flag().store(true, Ordering::Relaxed);
+}

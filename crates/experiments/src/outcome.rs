@@ -40,7 +40,8 @@ pub struct TrialResult {
     /// Whether the workload finished before the time limit.
     pub completed: bool,
     /// Why the trial stopped: `finished`, `time_limit`, `idle` (nothing
-    /// left to happen, simulator), `stopped` (interrupted, real mode) or
+    /// left to happen, simulator), `stopped` (interrupted while it ran, real
+    /// mode), `interrupted` (not started: the run was interrupted first) or
     /// `error` (it could not run).
     pub stop: String,
     /// Time at the end, seconds (virtual time; wall-clock in real mode).
@@ -98,6 +99,19 @@ impl TrialResult {
         let mut result = TrialResult::new(variant, trial, seed, "error", Time::ZERO, 0);
         result.errors.push(why);
         result
+    }
+
+    /// A trial not run because the run was interrupted first.
+    pub(crate) fn interrupted(variant: &str, trial: u32, seed: netsim::Seed) -> TrialResult {
+        let mut result = TrialResult::failed(variant, trial, seed, "interrupted".into());
+        result.stop = "interrupted".into();
+        result.errors = vec!["not run: the run was interrupted before it started".into()];
+        result
+    }
+
+    /// Whether an interruption stopped the trial or kept it from starting.
+    pub fn interrupted_run(&self) -> bool {
+        self.stop == "interrupted" || self.stop == "stopped"
     }
 
     /// Adds the links' counters, also as `link_<hop>_<direction>_packets`

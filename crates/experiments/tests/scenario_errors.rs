@@ -437,3 +437,86 @@ fn bundled_traces_are_named_by_name_and_unknown_ones_listed() {
         ],
     );
 }
+
+/// A scenario with a sweep of `n` values.
+fn sweep_of(n: usize) -> String {
+    let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    format!(
+        "{BASE}\n[[variant]]\nname = \"x\"\nsweep = {{ field = \"seed\", values = [{}] }}\n",
+        values.join(", ")
+    )
+}
+
+#[test]
+fn variant_set_up_is_linear_in_the_number_of_variants() {
+    // The quickest of three parses of n and of 2n values: twice the
+    // variants must take about twice as long, not four times (the
+    // duplicate-name check was quadratic: a 100000-value sweep took 48 s).
+    let time = |n: usize| {
+        let text = sweep_of(n);
+        (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let file = ScenarioFile::parse(&text, PathBuf::from("s.toml")).unwrap();
+                assert_eq!(file.variants.len(), n);
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let (small, large) = (time(10_000), time(20_000));
+    assert!(large / small < 3.0, "{small:.3} s then {large:.3} s");
+}
+
+#[test]
+fn absurd_sizes_are_refused_with_the_limit() {
+    assert_mentions(
+        &error(&format!("trials = 4294967295\n{BASE}")),
+        &["`trials`", "100000"],
+    );
+    let hops: Vec<String> = (0..65).map(|i| format!("h{i}")).collect();
+    let mut long = BASE.replace("[\"near\", \"far\"]", &format!("{hops:?}"));
+    long = long
+        .replace("[hops.near]", "[hops.h0]")
+        .replace("[hops.far]", "[hops.h1]");
+    for hop in &hops[2..] {
+        long += &format!("[hops.{hop}]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n");
+    }
+    assert_mentions(&error(&long), &["`path`", "65 hops", "at most 64", "TTL"]);
+    let title = BASE.replace(
+        "title = \"test\"",
+        &format!("title = \"{}\"", "t".repeat(1000)),
+    );
+    assert_mentions(&error(&title), &["`title`", "characters"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.toml");
+    std::fs::write(&path, " ".repeat(2 << 20)).unwrap();
+    let message = ScenarioFile::load(&path).err().unwrap().to_string();
+    assert_mentions(&message, &["huge.toml", "larger than 1024 KiB"]);
+
+    let options = experiments::RunOptions {
+        trials: Some(u32::MAX),
+        ..Default::default()
+    };
+    let file = ScenarioFile::parse(BASE, PathBuf::from("ok.toml")).unwrap();
+    let message = experiments::run(&file, &options, &mut experiments::Progress::silent())
+        .err()
+        .unwrap()
+        .to_string();
+    assert_mentions(&message, &["--trials 4294967295", "1..=100000"]);
+}
+
+#[test]
+fn relative_paths_name_their_directory() {
+    let text = BASE.replace("rate = \"100Mbit/s\"", "trace = \"missing.up\"");
+    // A file named without a directory: errors say "." rather than nothing.
+    let file = ScenarioFile::parse(&text, PathBuf::from("s.toml")).unwrap();
+    let mode = experiments::Mode::Simulator;
+    let message =
+        experiments::Prepared::new(&file.variants[0].scenario, "s.toml".as_ref(), "", mode)
+            .err()
+            .unwrap()
+            .to_string();
+    assert_mentions(&message, &["relative to ."]);
+    assert!(!message.contains("relative to )"), "{message}");
+}

@@ -62,6 +62,17 @@ pub enum TraceError {
     /// The last timestamp is 0, so the trace would repeat with period zero.
     #[error("trace period (its last timestamp) is 0 ms; it must be positive")]
     ZeroPeriod,
+    /// The trace is larger than [`CapacityTrace::MAX_BYTES`] (a file, or
+    /// a compressed one once decompressed).
+    #[error(
+        "trace{} is larger than {} MiB; the largest mahimahi traces are a few MB",
+        path.as_ref().map(|p| format!(" {p}")).unwrap_or_default(),
+        CapacityTrace::MAX_BYTES >> 20
+    )]
+    TooLarge {
+        /// The file, if the trace came from one.
+        path: Option<String>,
+    },
     /// A gzip-compressed trace could not be decompressed.
     #[error(
         "cannot decompress gzip trace{}: {source}",
@@ -93,8 +104,14 @@ fn gunzip(bytes: &[u8], path: Option<&Path>) -> Result<Vec<u8>, TraceError> {
     }
     let mut out = Vec::new();
     flate2::read::MultiGzDecoder::new(bytes)
+        .take(CapacityTrace::MAX_BYTES + 1)
         .read_to_end(&mut out)
         .map_err(error)?;
+    if out.len() as u64 > CapacityTrace::MAX_BYTES {
+        return Err(TraceError::TooLarge {
+            path: path.map(|p| p.display().to_string()),
+        });
+    }
     Ok(out)
 }
 
@@ -105,6 +122,10 @@ fn parse_bytes(bytes: &[u8]) -> Result<CapacityTrace, TraceError> {
 }
 
 impl CapacityTrace {
+    /// The largest trace read, bytes of text (compressed or not): 64 MiB,
+    /// some 8 million opportunities, 25 times the largest bundled trace.
+    pub const MAX_BYTES: u64 = 64 << 20;
+
     /// Bytes one delivery opportunity can carry (mahimahi's 1500-byte MTU).
     pub const OPPORTUNITY_BYTES: u32 = 1500;
 
@@ -140,6 +161,9 @@ impl CapacityTrace {
     /// gzip magic bytes `1f 8b`, which no text trace starts with). Bytes that
     /// are not UTF-8 make an [`TraceError::InvalidLine`].
     pub fn from_bytes(bytes: &[u8]) -> Result<CapacityTrace, TraceError> {
+        if bytes.len() as u64 > CapacityTrace::MAX_BYTES {
+            return Err(TraceError::TooLarge { path: None });
+        }
         if bytes.starts_with(&GZIP_MAGIC) {
             parse_bytes(&gunzip(bytes, None)?)
         } else {
@@ -157,7 +181,16 @@ impl CapacityTrace {
             path: path.display().to_string(),
             source,
         };
-        let bytes = std::fs::read(path).map_err(io_error)?;
+        let file = std::fs::File::open(path).map_err(io_error)?;
+        let mut bytes = Vec::new();
+        file.take(CapacityTrace::MAX_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io_error)?;
+        if bytes.len() as u64 > CapacityTrace::MAX_BYTES {
+            return Err(TraceError::TooLarge {
+                path: Some(path.display().to_string()),
+            });
+        }
         let gzip_name = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
@@ -255,6 +288,32 @@ impl CapacityTrace {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn too_large_traces_are_refused_before_they_are_parsed() {
+        // A gzip bomb: 65 MiB of zeros compress to about 65 kB.
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![b'0'; 1 << 20];
+        for _ in 0..65 {
+            gz.write_all(&zeros).unwrap();
+        }
+        let bomb = gz.finish().unwrap();
+        assert!(bomb.len() < 1 << 20);
+        let error = CapacityTrace::from_bytes(&bomb).unwrap_err();
+        assert!(matches!(error, TraceError::TooLarge { .. }), "{error}");
+        assert!(error.to_string().contains("64 MiB"), "{error}");
+
+        let dir = std::env::temp_dir().join(format!("pepkit-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.up");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(CapacityTrace::MAX_BYTES + 1).unwrap();
+        let error = CapacityTrace::from_file(&big).unwrap_err();
+        assert!(matches!(error, TraceError::TooLarge { .. }), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

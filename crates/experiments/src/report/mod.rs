@@ -196,15 +196,14 @@ pub fn table(summary: &Summary) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
     for variant in &summary.variants {
-        let trials = if variant.completed == variant.trials {
-            variant.trials.to_string()
-        } else {
-            format!(
-                "{} ({} unfinished)",
-                variant.trials,
-                variant.trials - variant.completed
-            )
-        };
+        let unfinished = (variant.trials - variant.completed).saturating_sub(variant.interrupted);
+        let mut trials = variant.trials.to_string();
+        if unfinished > 0 {
+            trials += &format!(" ({unfinished} unfinished)");
+        }
+        if variant.interrupted > 0 {
+            trials += &format!(" ({} not run: interrupted)", variant.interrupted);
+        }
         let mut row = vec![variant.name.clone(), trials];
         for metric in &summary.headline {
             row.push(match variant.metrics.get(metric) {

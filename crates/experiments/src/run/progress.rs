@@ -12,6 +12,7 @@ pub struct Progress {
     total: usize,
     done: usize,
     incomplete: usize,
+    interrupted: usize,
     started: Instant,
     last_printed_tenth: usize,
 }
@@ -34,6 +35,7 @@ impl Progress {
             total: 0,
             done: 0,
             incomplete: 0,
+            interrupted: 0,
             started: Instant::now(),
             last_printed_tenth: 0,
         }
@@ -49,16 +51,23 @@ impl Progress {
 
     pub(crate) fn trial_done(&mut self, result: &TrialResult) {
         self.done += 1;
-        self.incomplete += usize::from(!result.completed);
+        if result.interrupted_run() {
+            self.interrupted += 1;
+        } else {
+            self.incomplete += usize::from(!result.completed);
+        }
         if !self.enabled {
             return;
         }
         let elapsed = self.started.elapsed().as_secs_f64();
         let left = elapsed / self.done as f64 * (self.total - self.done) as f64;
-        let incomplete = match self.incomplete {
+        let mut incomplete = match self.incomplete {
             0 => String::new(),
-            n => format!(" · {n} unfinished at the time limit"),
+            n => format!(" · {n} unfinished"),
         };
+        if self.interrupted > 0 {
+            incomplete += &format!(" · {} not run (interrupted)", self.interrupted);
+        }
         let status = format!(
             "{}/{} trials · {elapsed:.1} s · ~{left:.0} s left{incomplete} · last: {} #{}",
             self.done, self.total, result.variant, result.trial

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// stops `pepkit run /dev/zero`).
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
+/// The longest variant name (it appears in every table and file name).
+const MAX_VARIANT_NAME: usize = 200;
+
 /// One variant of a scenario, resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
@@ -203,6 +206,11 @@ fn parse_variant(
             return Err(field_error(path, "", &field, "every variant needs a name"));
         }
     };
+    if name.chars().count() > MAX_VARIANT_NAME {
+        let field = format!("{fallback}.name");
+        let message = format!("has more than {MAX_VARIANT_NAME} characters");
+        return Err(field_error(path, "", &field, &message));
+    }
     let context = format!("variant \"{name}\": ");
     let paper = match table.remove("paper") {
         None => BTreeMap::new(),

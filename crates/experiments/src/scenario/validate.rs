@@ -18,9 +18,10 @@ fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
     Err((field.to_string(), message.into()))
 }
 
-/// The most hops a path may have: every middle node decrements the IP TTL,
-/// which starts at 64.
-pub const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize - 1;
+/// The most hops a path may have: each of the nodes between hops
+/// decrements the IP TTL, which starts at 64, and a datagram whose TTL runs
+/// out is dropped (64 hops arrive with TTL 1; 65 would not arrive).
+pub const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize;
 
 /// The most trials a variant may have: every trial's results are kept in
 /// memory until the summary is written.
@@ -99,8 +100,23 @@ impl RawScenario {
         })
     }
 
-    /// Trials, time limit, sampling, payload size and plots.
+    /// Names, trials, time limit, sampling, payload size and plots.
     fn check_run(&self) -> Result<(), Problem> {
+        for (field, text, most) in [
+            ("name", Some(&self.name), 100),
+            ("title", Some(&self.title), 300),
+            ("source", self.source.as_ref(), 300),
+            ("figure", self.figure.as_ref(), 20),
+        ] {
+            if let Some(text) = text
+                && text.chars().count() > most
+            {
+                return fail(
+                    field,
+                    format!("has {} characters; at most {most}", text.chars().count()),
+                );
+            }
+        }
         if self.trials == 0 {
             return fail("trials", "must be at least 1");
         }
@@ -155,7 +171,7 @@ impl RawScenario {
                 "path",
                 format!(
                     "{} hops; at most {MAX_HOPS} (each node between hops decrements the IP \
-                     TTL, which starts at {})",
+                     TTL, which starts at {}, and datagrams would not arrive)",
                     self.path.len(),
                     netsim::DEFAULT_TTL
                 ),
@@ -288,6 +304,9 @@ impl RawScenario {
         for (index, raw) in self.flows.iter().enumerate() {
             let field = |name: &str| format!("flows[{index}].{name}");
             let name = slug(&raw.name);
+            if raw.name.chars().count() > 100 {
+                return fail(&field("name"), "has more than 100 characters");
+            }
             if name.is_empty() {
                 return fail(
                     &field("name"),

@@ -16,6 +16,10 @@ pub struct CheckResult {
     pub value: Option<f64>,
     /// Whether the value is within the bounds.
     pub passed: bool,
+    /// The run was interrupted before a variant it reads had a value: the
+    /// claim was not tested (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_run: bool,
 }
 
 impl CheckResult {
@@ -39,10 +43,19 @@ impl CheckResult {
         let passed = value.is_some_and(|v| {
             check.at_least.is_none_or(|low| v >= low) && check.at_most.is_none_or(|high| v <= high)
         });
+        let interrupted = |name: &str| {
+            summary
+                .variants
+                .iter()
+                .any(|v| v.name == name && v.interrupted > 0)
+        };
+        let not_run = value.is_none()
+            && (interrupted(&check.variant) || check.ratio_to.as_deref().is_some_and(interrupted));
         CheckResult {
             check: check.clone(),
             value,
             passed,
+            not_run,
         }
     }
 }
@@ -57,10 +70,10 @@ pub fn table(results: &[CheckResult]) -> String {
             Some(v) => format!("{v:.3} ({})", check.metric),
             None => "no value".into(),
         };
-        let verdict = if result.passed {
-            "✓ holds"
-        } else {
-            "✗ fails"
+        let verdict = match (result.passed, result.not_run) {
+            (true, _) => "✓ holds",
+            (false, true) => "– not run (interrupted)",
+            (false, false) => "✗ fails",
         };
         writeln!(
             md,

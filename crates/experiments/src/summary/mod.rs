@@ -17,6 +17,10 @@ use crate::scenario::{SweepPoint, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// The schema identifier written into every summary.
 pub const SCHEMA: &str = "pepkit.summary/1";
 
@@ -56,6 +60,10 @@ pub struct VariantSummary {
     pub trials: usize,
     /// Trials whose workload finished before the time limit.
     pub completed: usize,
+    /// Trials an interruption stopped or kept from starting (absent when
+    /// none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted: usize,
     /// Each metric's spread over the trials that reported it.
     pub metrics: BTreeMap<String, Spread>,
     /// The paper's values, where the scenario names them.
@@ -78,6 +86,7 @@ impl VariantSummary {
             name: variant.name.clone(),
             trials: trials.len(),
             completed: trials.iter().filter(|t| t.completed).count(),
+            interrupted: trials.iter().filter(|t| t.interrupted_run()).count(),
             metrics: values
                 .into_iter()
                 .filter_map(|(metric, values)| Some((metric.to_string(), Spread::of(&values)?)))

@@ -87,8 +87,7 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
     let seed = prepared.scenario().trial_seed(trial);
     // After Ctrl-C the remaining trials are not started.
     if emu::interrupt::requested() {
-        let why = "interrupted before it started".to_string();
-        return TrialResult::failed(variant, trial, seed, why);
+        return TrialResult::interrupted(variant, trial, seed);
     }
     try_run(prepared, variant, trial)
         .unwrap_or_else(|error| TrialResult::failed(variant, trial, seed, error))
