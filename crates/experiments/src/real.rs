@@ -123,6 +123,9 @@ fn try_run(
     let mut testbed = Testbed::build(&spec, clock).map_err(|e| format!("testbed: {e}"))?;
     let limit = scenario.time_limit.0;
     let daemon = start_daemon(&testbed, scenario, trial, options, limit)?;
+    // The run, and a trace-driven link's trace, start now, as the
+    // simulator's do when its hosts start.
+    let clock = testbed.restart_clock();
     let deadline = clock.now() + limit;
     let stop = Arc::new(AtomicBool::new(false));
     let mut result = match scenario.transport {
