@@ -213,7 +213,7 @@ fn mac(node: usize, hop: usize) -> String {
 
 impl Testbed {
     /// Builds the chain and starts its relay; the relay's and everyone's
-    /// times count from `clock`.
+    /// times count from `clock` (until [`Testbed::restart_clock`]).
     pub fn build(spec: &TestbedSpec, clock: RealClock) -> Result<Testbed, TestbedError> {
         available().map_err(|reason| {
             if reason.starts_with("needs root") {
