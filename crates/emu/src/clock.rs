@@ -21,6 +21,14 @@ impl RealClock {
         }
     }
 
+    /// The same clock with its origin `by` later: its times are this
+    /// clock's minus `by` (zero before the new origin).
+    pub fn later(self, by: Duration) -> RealClock {
+        RealClock {
+            origin: self.origin + by,
+        }
+    }
+
     /// The time since the origin.
     pub fn now(&self) -> Time {
         self.at(Instant::now())

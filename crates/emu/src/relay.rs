@@ -23,7 +23,8 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The Ethernet header length.
@@ -100,6 +101,21 @@ struct Lane {
     held: VecDeque<(Time, Vec<u8>)>,
 }
 
+/// The relay's view of the run's clock: a [`RealClock`] whose origin can be
+/// moved later while the relay runs ([`Relay::with_restart`]).
+struct LinkClock {
+    base: RealClock,
+    /// Nanoseconds on `base` at which the links' time 0 is.
+    shift: Option<Arc<AtomicU64>>,
+}
+
+impl LinkClock {
+    fn clock(&self) -> RealClock {
+        let shift = self.shift.as_ref().map_or(0, |s| s.load(Ordering::SeqCst));
+        self.base.later(Duration::from_nanos(shift))
+    }
+}
+
 /// The relay: ports, lanes and spare buffers.
 pub struct Relay {
     ports: Vec<PacketSocket>,
@@ -108,6 +124,7 @@ pub struct Relay {
     lanes: Vec<Lane>,
     spare: Vec<Vec<u8>>,
     report: RelayReport,
+    restart: Option<Arc<AtomicU64>>,
 }
 
 /// Why a relay could not start.
@@ -133,15 +150,17 @@ pub enum RelayError {
 
 impl Relay {
     /// Opens the ports of `hops` in the current network namespace and
-    /// builds their links, whose random generators derive from `seed`
-    /// (`hop/<i>/forward`, `hop/<i>/reverse`).
+    /// builds their links, whose random generators derive from `seed` as
+    /// the simulator's links of the same chain do ([`Seed::link`]: hop `i`'s
+    /// forward link is link `2i`, its reverse link `2i + 1`), so a trial
+    /// draws the same random losses in both modes.
     pub fn open(hops: &[RelayHop], seed: Seed) -> Result<Relay, RelayError> {
         let mut ports = Vec::new();
         let mut lane_of_port = Vec::new();
         let mut lanes = Vec::new();
         for (index, hop) in hops.iter().enumerate() {
-            let link = |config: &netsim::LinkConfig, name: &str| {
-                Link::new(config.clone(), seed.derive(&format!("hop/{index}/{name}")))
+            let link = |config: &netsim::LinkConfig, number: usize| {
+                hop_link(config, seed, number)
                     .map_err(|source| RelayError::Link { hop: index, source })
             };
             let (left, right) = (ports.len(), ports.len() + 1);
@@ -156,13 +175,13 @@ impl Relay {
             }
             lane_of_port.push(lanes.len());
             lanes.push(Lane {
-                link: link(&hop.config.forward, "forward")?,
+                link: link(&hop.config.forward, 2 * index)?,
                 out: right,
                 held: VecDeque::new(),
             });
             lane_of_port.push(lanes.len());
             lanes.push(Lane {
-                link: link(&hop.config.reverse, "reverse")?,
+                link: link(&hop.config.reverse, 2 * index + 1)?,
                 out: left,
                 held: VecDeque::new(),
             });
@@ -173,15 +192,32 @@ impl Relay {
             lanes,
             spare: Vec::new(),
             report: RelayReport::default(),
+            restart: None,
         })
+    }
+
+    /// Lets the run's clock be restarted while the relay runs: whenever
+    /// `shift` changes, the links' time 0 moves to `shift` nanoseconds after
+    /// the origin of the clock given to [`Relay::run`]. A trace-driven
+    /// link's trace, RED's 500 ms timer and everything else in the link
+    /// model then count from the new origin. Change it only while no frames
+    /// cross the relay.
+    pub fn with_restart(mut self, shift: Arc<AtomicU64>) -> Relay {
+        self.restart = Some(shift);
+        self
     }
 
     /// Relays until `stop` is set, on `clock`'s time, and returns what it
     /// did. Errors only if a socket fails outright.
     pub fn run(mut self, clock: RealClock, stop: &AtomicBool) -> io::Result<RelayReport> {
+        let link_clock = LinkClock {
+            base: clock,
+            shift: self.restart.take(),
+        };
         let mut batch = RecvBatch::new(BATCH, MAX_FRAME + 1);
         let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
         while !stop.load(Ordering::Relaxed) {
+            let clock = link_clock.clock();
             let now = clock.now();
             for lane in 0..self.lanes.len() {
                 self.send_due(lane, now, &clock, &mut out)?;
@@ -198,6 +234,8 @@ impl Relay {
                 .map(|p| PollFd::readable(p.as_fd()))
                 .collect();
             crate::sys::poll(&mut fds, Some(sleep))?;
+            // The clock may have restarted while the relay slept.
+            let clock = link_clock.clock();
             for (port, fd) in fds.iter().enumerate() {
                 if fd.readable {
                     self.receive(port, &clock, &mut batch)?;
@@ -280,6 +318,16 @@ impl Relay {
     }
 }
 
+/// Link number `number` of the chain (hop `i` has `2i` forward and
+/// `2i + 1` reverse), seeded as the simulator seeds the same link.
+fn hop_link(
+    config: &netsim::LinkConfig,
+    seed: Seed,
+    number: usize,
+) -> Result<Link, LinkConfigError> {
+    Link::new(config.clone(), seed.link(number))
+}
+
 /// The length the link model counts: the IP packet for IPv4 and IPv6
 /// frames, the whole frame otherwise.
 fn ip_length(frame: &[u8]) -> usize {
@@ -291,7 +339,65 @@ fn ip_length(frame: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::ip_length;
+    use super::{hop_link, ip_length};
+    use netsim::testing::{CbrSource, Sink};
+    use netsim::{
+        ChainSpec, DropCause, GilbertElliott, HopConfig, HostSpec, LinkConfig, LossModel,
+        MiddleSpec, Probability, Rate, Seed, Simulator, Time,
+    };
+    use std::time::Duration;
+
+    /// The relay's links draw the same random losses as the simulator's
+    /// links of the same chain, so a trial's two modes see the same losses
+    /// (the packets they are offered permitting): offered as many packets,
+    /// each link loses the same ones.
+    #[test]
+    fn links_lose_what_the_simulators_links_lose() {
+        let lossy = |loss: LossModel| {
+            LinkConfig::constant(Duration::from_millis(5), Rate::from_mbps(100)).with_loss(loss)
+        };
+        let hops = [
+            HopConfig::symmetric(lossy(LossModel::Bernoulli(Probability::new(0.05).unwrap()))),
+            HopConfig::symmetric(lossy(LossModel::GilbertElliott(GilbertElliott::gilbert(
+                Probability::new(0.01).unwrap(),
+                Probability::new(0.3).unwrap(),
+            )))),
+        ];
+        let (a, b) = (
+            "10.0.0.1:4000".parse().unwrap(),
+            "10.0.1.1:5000".parse().unwrap(),
+        );
+        let source = CbrSource::new(a, b, 1000, Duration::from_micros(200), 20_000);
+        let spec = ChainSpec::new(
+            HostSpec::new("sender", a.ip(), source),
+            HostSpec::new("receiver", b.ip(), Sink::echoing()),
+        )
+        .hop(hops[0].clone())
+        .middle(MiddleSpec::forwarder("router"))
+        .hop(hops[1].clone());
+        let seed = Seed::new(11);
+        let mut sim = Simulator::new(seed);
+        let chain = sim.add_chain(spec).unwrap();
+        sim.run_until(Time::from_secs(10));
+        for (index, (hop, links)) in hops.iter().zip(&chain.hops).enumerate() {
+            for (number, config, id) in [
+                (2 * index, &hop.forward, links.forward),
+                (2 * index + 1, &hop.reverse, links.reverse),
+            ] {
+                let simulated = sim.link_stats(id);
+                assert!(simulated.dropped_loss.packets > 20, "{simulated:?}");
+                let mut link = hop_link(config, seed, number).unwrap();
+                let mut lost = 0;
+                for k in 0..simulated.offered.packets {
+                    let now = Time::from_micros(200 * k);
+                    if link.offer(now, 1028) == netsim::Fate::Dropped(DropCause::Loss) {
+                        lost += 1;
+                    }
+                }
+                assert_eq!(lost, simulated.dropped_loss.packets, "link {number}");
+            }
+        }
+    }
 
     #[test]
     fn links_count_ip_lengths() {

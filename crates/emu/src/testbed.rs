@@ -31,8 +31,9 @@ use crate::relay::{Relay, RelayError, RelayHop, RelayReport};
 use netsim::{HopConfig, Host, Middlebox, Seed, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// What a testbed is built from.
 #[derive(Clone, Debug)]
@@ -200,7 +201,12 @@ pub struct Testbed {
     nodes: Vec<Node>,
     emu_netns: String,
     namespaces: Vec<String>,
+    /// The clock the testbed was built with.
+    base: RealClock,
+    /// The run's clock: `base`, or later after [`Testbed::restart_clock`].
     clock: RealClock,
+    /// How much later than `base`'s the relay's origin is, in nanoseconds.
+    clock_shift: Arc<AtomicU64>,
     relay_stop: Arc<AtomicBool>,
     relay: Option<JoinHandle<std::io::Result<RelayReport>>>,
 }
@@ -217,7 +223,7 @@ fn mac_text(mac: [u8; 6]) -> String {
 
 impl Testbed {
     /// Builds the chain and starts its relay; the relay's and everyone's
-    /// times count from `clock`.
+    /// times count from `clock` (until [`Testbed::restart_clock`]).
     pub fn build(spec: &TestbedSpec, clock: RealClock) -> Result<Testbed, TestbedError> {
         available().map_err(|reason| {
             if reason.starts_with("needs root") {
@@ -299,7 +305,9 @@ impl Testbed {
             emu_netns: format!("{prefix}-emu"),
             namespaces: Vec::new(),
             nodes,
+            base: clock,
             clock,
+            clock_shift: Arc::new(AtomicU64::new(0)),
             relay_stop: Arc::new(AtomicBool::new(false)),
             relay: None,
         };
@@ -465,7 +473,8 @@ impl Testbed {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let stop = self.relay_stop.clone();
         let emu = self.emu_netns.clone();
-        let clock = self.clock;
+        let clock = self.base;
+        let shift = self.clock_shift.clone();
         let seed = spec.seed;
         let handle = std::thread::Builder::new()
             .name("relay".into())
@@ -475,7 +484,8 @@ impl Testbed {
                         port: emu.clone(),
                         source: e,
                     })
-                    .and_then(|()| Relay::open(&hops, seed));
+                    .and_then(|()| Relay::open(&hops, seed))
+                    .map(|relay| relay.with_restart(shift));
                 let relay = match opened {
                     Ok(relay) => {
                         let _ = ready_tx.send(Ok(()));
@@ -522,6 +532,20 @@ impl Testbed {
 
     /// The run's clock.
     pub fn clock(&self) -> RealClock {
+        self.clock
+    }
+
+    /// Restarts the run's clock now, for the links (the relay) and for the
+    /// hosts started after this call, and returns it. In the simulator a
+    /// run's time 0 is when its hosts start, and a trace-driven link's trace
+    /// starts then too; building the testbed and starting a daemon take a
+    /// few hundred milliseconds or more, so a trial calls this just before
+    /// it starts its hosts, and both modes meet the trace at the same phase.
+    /// Call it while no traffic crosses the testbed.
+    pub fn restart_clock(&mut self) -> RealClock {
+        let shift = self.base.now();
+        self.clock_shift.store(shift.as_nanos(), Ordering::SeqCst);
+        self.clock = self.base.later(Duration::from_nanos(shift.as_nanos()));
         self.clock
     }
 

@@ -32,6 +32,17 @@ impl Seed {
         Seed(splitmix64(&mut state))
     }
 
+    /// The seed of link number `index` of a [`Simulator`](crate::Simulator):
+    /// links are numbered in the order they are built, two per
+    /// [`Simulator::connect`](crate::Simulator::connect) (the `a → b`
+    /// direction first), so hop `i` of a chain built on a fresh simulator has
+    /// links `2i` (forward) and `2i + 1` (reverse). The real-mode relay seeds
+    /// its links the same way, so a trial's links draw the same losses (and
+    /// RED decisions) in both modes.
+    pub fn link(self, index: usize) -> Seed {
+        self.derive(&format!("link/{index}"))
+    }
+
     /// The random generator of the component called `label`.
     pub fn rng(self, label: &str) -> SimRng {
         let mut state = self.derive(label).0;

@@ -277,6 +277,14 @@ impl CapacityTrace {
         cycle.saturating_add(2).saturating_mul(n)
     }
 
+    /// The index of the first opportunity strictly after `now`: the first
+    /// one a packet arriving at `now` can use (mahimahi serves an
+    /// opportunity before it queues a packet that arrives in the same
+    /// millisecond).
+    pub fn first_opportunity_after(&self, now: Time) -> u64 {
+        self.first_opportunity_at_or_after(Time::from_nanos(now.as_nanos().saturating_add(1)))
+    }
+
     /// Number of opportunities with a time in `[from, to)`.
     pub fn opportunities_between(&self, from: Time, to: Time) -> u64 {
         if to <= from {
@@ -326,6 +334,9 @@ mod tests {
         assert_eq!(t.first_opportunity_at_or_after(Time::from_millis(10)), 3);
         assert_eq!(t.first_opportunity_at_or_after(Time::from_millis(11)), 6);
         assert_eq!(t.first_opportunity_at_or_after(Time::ZERO), 0);
+        assert_eq!(t.first_opportunity_after(Time::ZERO), 2);
+        assert_eq!(t.first_opportunity_after(Time::from_millis(10)), 6);
+        assert_eq!(t.first_opportunity_after(Time::from_nanos(9_999_999)), 3);
         assert_eq!(
             t.opportunities_between(Time::ZERO, Time::from_millis(20)),
             7

@@ -24,8 +24,10 @@ fn departures_are_the_opportunities() {
             Fate::Dropped(c) => panic!("dropped: {c:?}"),
         })
         .collect();
-    // Opportunities 0,0,5,10 | 10,10,15,20 (period 10 ms), plus 3 ms delay.
-    assert_eq!(at, [3, 3, 8, 13, 13, 13, 18, 23]);
+    // Opportunities 0,0,5,10 | 10,10,15,20 | 20,20 (period 10 ms), plus
+    // 3 ms delay. The two at 0 ms pass before packets arriving at 0 ms are
+    // queued (see below).
+    assert_eq!(at, [8, 13, 13, 13, 18, 23, 23, 23]);
 }
 
 #[test]
@@ -42,9 +44,39 @@ fn small_packets_share_an_opportunity_and_large_ones_span_several() {
     assert_eq!(t(link.offer(Time::ZERO, 3000)), 4); // 1400 + 1500 + 100
     // 1400 B are left in the 4 ms opportunity: a packet queued by then uses
     // them; once that opportunity has passed they are wasted.
-    assert_eq!(t(link.offer(Time::from_millis(4), 1400)), 4);
+    assert_eq!(t(link.offer(Time::from_micros(3999), 1400)), 4);
     assert_eq!(t(link.offer(Time::from_micros(4500), 100)), 5);
     assert_eq!(t(link.offer(Time::from_micros(5500), 100)), 6);
+}
+
+#[test]
+fn a_packet_arriving_at_an_opportunity_misses_it() {
+    // mahimahi's LinkQueue::read_packet serves every opportunity up to the
+    // current millisecond before it queues the arriving packet: a packet
+    // never leaves in an opportunity of the millisecond it arrived in, nor
+    // in what an earlier packet left of one. The simulator's events fall
+    // exactly on trace milliseconds (integer-millisecond delays, a sender
+    // answering an ACK the instant it arrives), so this tie is common
+    // there; in real time it never happens.
+    let trace = Arc::new(CapacityTrace::parse("1\n2\n3\n4\n").unwrap());
+    let t = |f: Fate| match f {
+        Fate::Deliver { at } => at.as_nanos(),
+        Fate::Dropped(c) => panic!("dropped: {c:?}"),
+    };
+    let mut link = trace_link(&trace, 0);
+    // Idle link: arriving at 2 ms, it leaves at 3 ms; a nanosecond earlier
+    // it would have taken the 2 ms opportunity.
+    assert_eq!(t(link.offer(Time::from_millis(2), 100)), 3_000_000);
+    let mut early = trace_link(&trace, 0);
+    assert_eq!(t(early.offer(Time::from_nanos(1_999_999), 100)), 2_000_000);
+    // What the first packet left of the 3 ms opportunity serves a packet
+    // queued before 3 ms, not one arriving at 3 ms.
+    let mut before = link.clone();
+    assert_eq!(
+        t(before.offer(Time::from_nanos(2_999_999), 1400)),
+        3_000_000
+    );
+    assert_eq!(t(link.offer(Time::from_millis(3), 1400)), 4_000_000);
 }
 
 #[test]

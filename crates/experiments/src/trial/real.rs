@@ -103,18 +103,15 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     let on_testbed = plan::with_setup(prepared, trial, |setup| {
         scenario.middle.system().on_testbed(setup)
     });
+    // The run, and a trace-driven link's trace, start now, as the
+    // simulator's do when its hosts start.
+    let clock = testbed.restart_clock();
     let middle = start_middle(&testbed, scenario.middle_at, on_testbed)?;
     let mut result = match &scenario.traffic {
         Traffic::Hosts { .. } => {
             let flows = plan::flows(prepared, trial);
-            run_hosts(
-                prepared,
-                &testbed,
-                (variant, trial),
-                flows,
-                clock.now() + limit,
-                middle,
-            )?
+            let deadline = clock.now() + limit;
+            run_hosts(prepared, &testbed, (variant, trial), flows, deadline, middle)?
         }
         Traffic::KernelTcp(tcp) => {
             let mut result = run_tcp(tcp, &testbed, (variant, trial, seed), limit)?;

@@ -91,7 +91,11 @@ impl ConstantServer {
 /// carries up to 1500 bytes; a packet larger than what is left of an
 /// opportunity continues into the next ones; what a packet leaves unused of
 /// an opportunity serves the next packet only if that packet was already
-/// queued at the opportunity's time (otherwise it is wasted).
+/// queued at the opportunity's time (otherwise it is wasted). A packet that
+/// arrives exactly at an opportunity's time was not queued then: mahimahi
+/// (`LinkQueue::read_packet`) serves the opportunities of the current
+/// millisecond before it queues a packet arriving in it, so a packet uses
+/// only opportunities strictly after its arrival.
 #[derive(Clone, Debug)]
 pub(crate) struct TraceServer {
     trace: Arc<CapacityTrace>,
@@ -102,7 +106,7 @@ pub(crate) struct TraceServer {
 
 impl TraceServer {
     fn depart(&mut self, now: Time, len: u64) -> Time {
-        let first = self.trace.first_opportunity_at_or_after(now);
+        let first = self.trace.first_opportunity_after(now);
         let full = CapacityTrace::OPPORTUNITY_BYTES;
         let (mut k, mut credit) = match self.cursor {
             Some((k, left)) if k >= first && left > 0 => (k, left),

@@ -202,8 +202,8 @@ impl Simulator {
         // Build both links before changing anything, so an error leaves the
         // network as it was.
         let n = self.links.len();
-        let a_to_b = Link::new(a_to_b, self.seed.derive(&format!("link/{n}")))?;
-        let b_to_a = Link::new(b_to_a, self.seed.derive(&format!("link/{}", n + 1)))?;
+        let a_to_b = Link::new(a_to_b, self.seed.link(n))?;
+        let b_to_a = Link::new(b_to_a, self.seed.link(n + 1))?;
         let forward = self.push_link(a_to_b, a, b, b_iface);
         let reverse = self.push_link(b_to_a, b, a, a_iface);
         for (node, out, peer) in [(a, forward, b), (b, reverse, a)] {
