@@ -90,9 +90,12 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(code) => return code,
         };
         let summary = &results.summary;
+        // "Figure 4a: …", unless the title names its figure already.
         let heading = match &file.base.figure {
-            Some(figure) => format!("Figure {figure}: {}", summary.title),
-            None => summary.title.clone(),
+            Some(figure) if !summary.title.contains(&format!("Figure {figure}")) => {
+                format!("Figure {figure}: {}", summary.title)
+            }
+            _ => summary.title.clone(),
         };
         let index = &mut sections;
         writeln!(index, "## {heading}\n").expect("writing to a String");
