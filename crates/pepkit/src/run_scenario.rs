@@ -67,6 +67,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         trials: args.common.trials,
         jobs: args.common.jobs,
         only: args.only.clone(),
+        variants: Vec::new(),
         mode,
     };
     let base = PathBuf::from("results").join(&file.base.name);

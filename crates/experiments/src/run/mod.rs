@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only the variants whose names contain this text.
     pub only: Option<String>,
+    /// Run only these variants, by name (default: all).
+    pub variants: Vec<String>,
     /// In the simulator (default) or on real testbeds (network namespaces;
     /// needs root).
     pub mode: Mode,
@@ -90,9 +92,12 @@ fn prepare<'a>(
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
-        if let Some(only) = &options.only
-            && !variant.name.contains(only.as_str())
-        {
+        let named = options.variants.is_empty() || options.variants.contains(&variant.name);
+        let matches = options
+            .only
+            .as_ref()
+            .is_none_or(|only| variant.name.contains(only.as_str()));
+        if !(named && matches) {
             continue;
         }
         if let Some(reason) = variant.scenario.unsupported_in(mode) {

@@ -54,6 +54,29 @@ pub struct ScenarioFile {
     pub variants: Vec<Variant>,
     /// The paper's claims to test the results against (`[[check]]`).
     pub checks: Vec<Check>,
+    /// How `pepkit reproduce --quick` runs this file (`[quick]`); files
+    /// without it are left out of a quick reproduction.
+    pub quick: Option<Quick>,
+}
+
+/// A file's part in a quick reproduction (`[quick]`): fewer trials, maybe
+/// fewer variants, maybe real mode too.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    /// Trials per variant (default 1).
+    #[serde(default = "one_trial")]
+    pub trials: u32,
+    /// Only these variants, by name (default: all).
+    #[serde(default)]
+    pub variants: Vec<String>,
+    /// Also run them in real mode (default false).
+    #[serde(default)]
+    pub real: bool,
+}
+
+fn one_trial() -> u32 {
+    1
 }
 
 impl ScenarioFile {
@@ -78,6 +101,7 @@ impl ScenarioFile {
             })?;
         let variant_tables = take_array(&mut document, &path, "variant")?;
         let check_tables = take_array(&mut document, &path, "check")?;
+        let quick = document.remove("quick");
         let base = resolve(&path, "", toml::Value::Table(document.clone()))?;
         let mut variants = Vec::new();
         let mut names = HashSet::new();
@@ -135,11 +159,16 @@ impl ScenarioFile {
             .enumerate()
             .map(|(index, value)| parse_check(&path, index, value, &names))
             .collect::<Result<_, _>>()?;
+        let quick = match quick {
+            None => None,
+            Some(value) => Some(parse_quick(&path, value, &names)?),
+        };
         Ok(ScenarioFile {
             path,
             base,
             variants,
             checks,
+            quick,
         })
     }
 
@@ -343,6 +372,27 @@ fn parse_check(
         return Err(field_error(path, "", &format!("{field}.{name}"), &message));
     }
     Ok(check)
+}
+
+/// The `[quick]` table, with the variant names it may refer to.
+fn parse_quick(path: &Path, value: toml::Value, names: &[&str]) -> Result<Quick, ScenarioError> {
+    let quick = deserialize::<Quick>(value, |field, message| {
+        field_error(
+            path,
+            "",
+            &format!("quick.{field}"),
+            &format!("{message} ([quick] has trials, variants and real)"),
+        )
+    })?;
+    if quick.trials == 0 || quick.trials > super::MAX_TRIALS {
+        let message = format!("{} is outside 1..={}", quick.trials, super::MAX_TRIALS);
+        return Err(field_error(path, "", "quick.trials", &message));
+    }
+    if let Some(unknown) = quick.variants.iter().find(|v| !names.contains(&v.as_str())) {
+        let message = format!("no variant is called {unknown:?}");
+        return Err(field_error(path, "", "quick.variants", &message));
+    }
+    Ok(quick)
 }
 
 /// Deserialises `value`, or makes an error with `error(field path, message)`.

@@ -24,7 +24,7 @@ mod validate;
 
 pub use check::Check;
 pub use error::ScenarioError;
-pub use file::{MAX_FILE_BYTES, ScenarioFile, SweepPoint, Variant};
+pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
 pub use hop::{Buffer, Capacity, Hop};
 pub use raw::{AckFrequencySpec, LossDirection, Transport};
 pub use validate::{MAX_HOPS, MAX_TRIALS};

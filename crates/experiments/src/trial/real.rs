@@ -111,7 +111,14 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::Hosts { .. } => {
             let flows = plan::flows(prepared, trial);
             let deadline = clock.now() + limit;
-            run_hosts(prepared, &testbed, (variant, trial), flows, deadline, middle)?
+            run_hosts(
+                prepared,
+                &testbed,
+                (variant, trial),
+                flows,
+                deadline,
+                middle,
+            )?
         }
         Traffic::KernelTcp(tcp) => {
             let mut result = run_tcp(tcp, &testbed, (variant, trial, seed), limit)?;
