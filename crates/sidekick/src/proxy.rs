@@ -20,9 +20,11 @@
 //!    re-arm the initial quota of one, should the first quACK be lost);
 //!    raising the quota needs an ID that came in a quACK, which only the
 //!    party that receives the quACKs has.
-//! 3. Each quACK carries a new session ID and the quota left. The proxy
-//!    accepts the last [`ProxyConfig::session_window`] IDs it issued, so a
-//!    lost quACK does not lock the sender out. A grant is the sender's
+//! 3. Each quACK carries a session ID and the quota left: a new ID in the
+//!    first quACK, then at most every [`ProxyConfig::session_rotation`].
+//!    The proxy accepts the last [`ProxyConfig::session_window`] IDs it
+//!    issued, so a lost quACK, or a grant that crosses many quACKs in
+//!    flight, does not lock the sender out. A grant is the sender's
 //!    running total of quACKs granted; the proxy adds to the quota only
 //!    what it has not applied yet.
 //! 4. A reset clears the flow's quACK; later quACKs carry its epoch.
@@ -69,6 +71,11 @@ pub struct ProxyConfig {
     pub unconfigured_timeout: Duration,
     /// How many of the latest session IDs of a flow are accepted.
     pub session_window: usize,
+    /// A quACK carries a new session ID at most this often (the first
+    /// always does); the others repeat the latest. The window of IDs then
+    /// spans at least `session_window` times this, so a grant made with
+    /// an ID survives the quACKs sent while it travels, however many.
+    pub session_rotation: Duration,
     /// The largest quota a sender can hold.
     pub max_quota: u32,
     /// Replace the power sum with a strawman (for overhead comparisons).
@@ -92,9 +99,9 @@ pub struct ProxyConfig {
 
 impl ProxyConfig {
     /// Defaults: 4096 flows, 30 s idle timeout (5 s unconfigured), a window
-    /// of 8 session IDs, quota at most 2^20, the power-sum quACK, inline
+    /// of 8 session IDs rotated at most every 100 ms, quota at most 2^20, the power-sum quACK, inline
     /// (forwarding), one reply per flow per 500 ms and per source address
-    /// 64 at once then 64 per second (1024 buckets).
+    /// 64 at once then 64 per second (16 384 buckets).
     pub fn new(addr: SocketAddr, seed: Seed) -> ProxyConfig {
         ProxyConfig {
             addr,
@@ -103,13 +110,14 @@ impl ProxyConfig {
             idle_timeout: Duration::from_secs(30),
             unconfigured_timeout: Duration::from_secs(5),
             session_window: 8,
+            session_rotation: Duration::from_millis(100),
             max_quota: 1 << 20,
             strawman: None,
             forward: true,
             reply_interval: Duration::from_millis(500),
             reply_burst: 64,
             reply_rate: 64,
-            reply_buckets: 1024,
+            reply_buckets: 16384,
         }
     }
 }
@@ -306,6 +314,8 @@ struct Flow {
     expires_at: Time,
     /// When it last got a reply.
     last_reply: Option<Time>,
+    /// When a quACK last carried a new session ID.
+    last_rotation: Option<Time>,
 }
 
 /// A source address's reply allowance, in billionths of a reply.
@@ -456,6 +466,7 @@ impl SidekickProxy {
                     created: now,
                     expires_at,
                     last_reply: None,
+                    last_rotation: None,
                 },
             );
         }
@@ -644,18 +655,33 @@ impl SidekickProxy {
 
     /// Sends the flow's quACK now, if it has quota.
     fn send_quack(&mut self, now: Time, key: FlowKey) {
-        let next_session = self.new_session_id();
         let window = self.config.session_window.max(1);
+        let rotation = self.config.session_rotation;
+        let Some(flow) = self.flows.get(&key) else {
+            return;
+        };
+        if flow.session.is_none() {
+            return;
+        }
+        if flow.quota == 0 {
+            self.stats.quota_exhausted += 1;
+            return;
+        }
+        // A new session ID for the first quACK (the reply's cannot raise
+        // the quota), then at most one per `session_rotation`.
+        let rotate = flow
+            .last_rotation
+            .is_none_or(|at| now.saturating_duration_since(at) >= rotation);
+        let next_session = match flow.sessions.back() {
+            Some(&latest) if !rotate => latest,
+            _ => self.new_session_id(),
+        };
         let Some(flow) = self.flows.get_mut(&key) else {
             return;
         };
         let Some(session) = &mut flow.session else {
             return;
         };
-        if flow.quota == 0 {
-            self.stats.quota_exhausted += 1;
-            return;
-        }
         // The control message ends with the quACK: write the head, then
         // the quACK straight after it, into a reused buffer.
         let mut bytes = std::mem::take(&mut self.scratch.bytes);
@@ -678,11 +704,14 @@ impl SidekickProxy {
         };
         flow.quota -= 1;
         session.pending = 0;
-        flow.sessions.push_back(next_session);
-        self.sessions.insert(next_session, key);
-        while flow.sessions.len() > window {
-            if let Some(old) = flow.sessions.pop_front() {
-                self.sessions.remove(&old);
+        if rotate {
+            flow.last_rotation = Some(now);
+            flow.sessions.push_back(next_session);
+            self.sessions.insert(next_session, key);
+            while flow.sessions.len() > window {
+                if let Some(old) = flow.sessions.pop_front() {
+                    self.sessions.remove(&old);
+                }
             }
         }
         self.stats.quacks += 1;

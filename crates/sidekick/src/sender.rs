@@ -188,6 +188,9 @@ enum State {
         /// times in a row the timer repeated it.
         offered: u32,
         repeats: u8,
+        /// When a grant was last sent in answer to a quACK, until a quACK
+        /// shows the quota raised again.
+        grant_sent_at: Option<Time>,
     },
     /// Nobody answered.
     Off,
@@ -350,6 +353,7 @@ impl<F: Field> SidekickSender<F> {
                     granted: None,
                     offered: self.grant(),
                     repeats: 0,
+                    grant_sent_at: None,
                 };
                 // The reply's ID configures; the proxy takes no grant from
                 // it (only from an ID that came in a quACK).
@@ -425,6 +429,7 @@ impl<F: Field> SidekickSender<F> {
             granted,
             offered,
             repeats,
+            grant_sent_at,
         } = &mut self.state
         else {
             return;
@@ -437,10 +442,19 @@ impl<F: Field> SidekickSender<F> {
         // repeat it.
         *awaiting_quack = (quota_left == 0).then_some(now);
         let proxy = *proxy;
-        if quota_left <= self.config.quota_grant / 2 && *granted != Some(grant) {
+        let low = quota_left <= self.config.quota_grant / 2;
+        if !low {
+            *grant_sent_at = None; // the last grant arrived
+        }
+        // One grant per round trip: the quACKs that cross it do not show
+        // it yet (unless it seems lost).
+        let in_flight = grant_sent_at
+            .is_some_and(|at| now.saturating_duration_since(at) < self.config.configure_timeout);
+        if low && !in_flight && *granted != Some(grant) {
             *granted = Some(grant);
             *offered = grant;
             *repeats = 0;
+            *grant_sent_at = Some(now);
             self.configure(next_session, proxy);
         }
         if epoch != self.epoch {

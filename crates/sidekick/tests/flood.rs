@@ -200,3 +200,14 @@ fn legitimate_senders_get_sessions_under_a_flood() {
         o.senders
     );
 }
+
+/// Longer runs for the figures in docs/sidekick.md (`cargo test -p
+/// pepkit-sidekick --release --test flood -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement; prints figures"]
+fn measure_floods() {
+    for rate in [10_000, 100_000] {
+        let o = run(rate, 200, Duration::from_secs(20));
+        report(&format!("{rate} requests/s"), &o);
+    }
+}

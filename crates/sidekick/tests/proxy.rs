@@ -196,7 +196,10 @@ fn only_a_session_id_from_a_quack_raises_the_quota() {
 
 #[test]
 fn unknown_stale_or_misdirected_control_is_rejected() {
-    let mut h = Harness::new(|c| c.session_window = 2);
+    let mut h = Harness::new(|c| {
+        c.session_window = 2;
+        c.session_rotation = Duration::ZERO; // a new ID in every quACK
+    });
     let reply_session = h.discover();
     h.configure(reply_session, Interval::Packets(1), 0);
     let ids: Vec<u64> = (0..1)
@@ -513,4 +516,61 @@ fn replies_are_rate_limited_per_flow_and_per_source() {
     }
     assert!(replies <= 200, "{replies} replies to one address in 1 s");
     assert!(replies >= 32, "{replies}: a burst of new flows is answered");
+}
+
+/// The reply-to-request ratios, in payload and on the wire, for each
+/// family of base connection and proxy address (`cargo test -p
+/// pepkit-sidekick --test proxy -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement; prints figures"]
+fn measure_reflection() {
+    let paths = [
+        ("IPv4", "10.0.0.1:5000", "10.0.1.1:4433"),
+        ("IPv6", "[fd00::1]:5000", "[fd00:1::1]:4433"),
+    ];
+    for proxy in ["10.0.0.254:1234", "[fd00:ffff::fe]:1234"] {
+        for (family, sender, receiver) in paths {
+            let (request, out) = answers_to_a_request(proxy, sender, receiver);
+            let sent: usize = out.iter().map(|d| d.payload.len()).sum();
+            let wire: usize = out.iter().map(Datagram::wire_len).sum();
+            println!(
+                "proxy {proxy}, {family} base: request {} B ({} B on the wire) -> {} \
+                 datagram(s), {sent} B ({wire} B on the wire): {:.3}x payload, {:.3}x wire",
+                request.payload.len(),
+                request.wire_len(),
+                out.len(),
+                sent as f64 / request.payload.len() as f64,
+                wire as f64 / request.wire_len() as f64,
+            );
+        }
+    }
+}
+
+/// Session IDs rotate at most every 100 ms: a grant made with the ID of one
+/// quACK is accepted although dozens more were sent while it travelled
+/// (with a new ID in each, a window of 8 IDs rejected it).
+#[test]
+fn a_grant_survives_the_quacks_in_flight() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    h.configure(session, Interval::Packets(1), 0);
+    let first = quacks(&h.packet(1))[0].0;
+    h.configure(first, Interval::Packets(1), 100);
+    let mut ids = vec![first];
+    for id in 2..52 {
+        ids.extend(quacks(&h.packet(id)).iter().map(|q| q.0));
+        h.advance(Duration::from_millis(3));
+    }
+    assert_eq!(ids.len(), 51);
+    // The sender answers the second quACK; by the time its grant arrives
+    // the proxy has sent 49 more.
+    let rejected = h.proxy.stats().rejected;
+    h.configure(ids[1], Interval::Packets(1), 200);
+    assert_eq!(h.proxy.stats().rejected, rejected, "the grant was accepted");
+    let left = quacks(&h.packet(100))[0].1;
+    assert_eq!(left, 200 - 50 - 1, "quota raised to the running total");
+    // New IDs came every 100 ms.
+    let mut distinct = ids.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 2, "{distinct:?}");
 }
