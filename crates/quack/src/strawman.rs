@@ -8,7 +8,8 @@
 //! * 2, [`Scheme::SortedHash`]: a SHA-256 of the sorted received multiset
 //!   and its count; the sender finds the missing subset by trying subsets,
 //!   which explodes combinatorially (that is the point of the strawman), so
-//!   the search takes a budget.
+//!   the search takes a budget of work (bytes hashed), which bounds
+//!   its time whatever the digest and however many packets are unsettled.
 //!
 //! (Strawman 1c is 1a over TCP: a transport choice, not a message format.)
 
@@ -232,8 +233,9 @@ pub enum SearchError {
         /// Candidates.
         sent: usize,
     },
-    /// The budget of subsets ran out before a match.
-    #[error("no match within {tried} subsets")]
+    /// The budget of work ran out before a match (or would have before
+    /// the first subset was hashed: `tried` is then 0).
+    #[error("no match within the work budget ({tried} subsets hashed)")]
     BudgetExhausted {
         /// Subsets hashed.
         tried: u64,
@@ -245,8 +247,16 @@ pub enum SearchError {
 
 /// Strawman 2's sender side: finds which of the `candidates` are missing,
 /// given that the receiver also holds every identifier in `received_before`
-/// (settled earlier), by hashing subsets, at most `budget` of them. Returns
-/// the positions of the missing candidates, ascending.
+/// (settled earlier), by hashing subsets. Returns the positions of the
+/// missing candidates, ascending.
+///
+/// `budget` bounds the work, in bytes: sorting costs an identifier's width
+/// per identifier, and each subset tried the bytes it hashes plus 64 (a
+/// SHA-256 block, for finishing the hash). A search that would exceed it
+/// returns [`SearchError::BudgetExhausted`] before doing so; with `n`
+/// identifiers of `w` bytes in all, a budget `b` admits about `b / (n·w)`
+/// subsets and takes time proportional to `b` (SHA-256's few nanoseconds
+/// per byte), whatever the input.
 pub fn search_sorted_hash<F: Field>(
     received_before: &[F::Id],
     candidates: &[F::Id],
@@ -265,6 +275,13 @@ pub fn search_sorted_hash<F: Field>(
     if m > n {
         return Err(SearchError::NoMatch);
     }
+    // Each subset hashes the `total - m` identifiers kept.
+    let width = F::ID_BYTES;
+    let per_subset = ((total - m) * width) as u64 + 64;
+    let mut work = (total * width) as u64;
+    if work.saturating_add(per_subset) > budget {
+        return Err(SearchError::BudgetExhausted { tried: 0 });
+    }
     // Everything sorted once, tagged with its candidate position (if any);
     // a subset is then hashed by skipping its members in order.
     let mut all: Vec<(F::Id, Option<usize>)> = received_before
@@ -273,31 +290,30 @@ pub fn search_sorted_hash<F: Field>(
         .chain(candidates.iter().enumerate().map(|(i, &id)| (id, Some(i))))
         .collect();
     all.sort_unstable();
-    let encoded: Vec<Vec<u8>> = all
-        .iter()
-        .map(|&(id, _)| {
-            let mut b = Vec::with_capacity(8);
-            F::write_be(F::raw(id), &mut b);
-            b
-        })
-        .collect();
+    let mut encoded = Vec::with_capacity(total * F::ID_BYTES);
+    for &(id, _) in &all {
+        F::write_be(F::raw(id), &mut encoded);
+    }
     // Sorted positions of the candidates, in sorted order.
     let choosable: Vec<usize> = (0..all.len()).filter(|&p| all[p].1.is_some()).collect();
     // Combinations of m of the choosable positions, lexicographic.
     let mut pick: Vec<usize> = (0..m).collect();
-    let mut skip = vec![false; all.len()];
     let mut tried = 0u64;
     loop {
-        if tried == budget {
+        if work.saturating_add(per_subset) > budget {
             return Err(SearchError::BudgetExhausted { tried });
         }
+        work += per_subset;
         tried += 1;
-        skip.iter_mut().for_each(|s| *s = false);
-        pick.iter().for_each(|&k| skip[choosable[k]] = true);
+        // The kept identifiers are the runs between the picked positions.
         let mut hasher = Sha256::new();
-        for (bytes, _) in encoded.iter().zip(&skip).filter(|(_, s)| !**s) {
-            hasher.update(bytes);
+        let mut from = 0;
+        for &k in &pick {
+            let at = choosable[k];
+            hasher.update(&encoded[from * width..at * width]);
+            from = at + 1;
         }
+        hasher.update(&encoded[from * width..]);
         if hasher.finalize().as_slice() == digest {
             let mut missing: Vec<usize> =
                 pick.iter().filter_map(|&k| all[choosable[k]].1).collect();
@@ -343,9 +359,15 @@ mod tests {
             search_sorted_hash::<F32>(&[], &sent, count, &digest, 1000),
             Ok(vec![0, 2])
         );
+        // Sorting 6 identifiers costs 24 bytes, each subset 16 + 64: room
+        // for 3 subsets.
         assert_eq!(
-            search_sorted_hash::<F32>(&[], &sent, count, &digest, 3),
+            search_sorted_hash::<F32>(&[], &sent, count, &digest, 24 + 3 * 80 + 79),
             Err(SearchError::BudgetExhausted { tried: 3 })
+        );
+        assert_eq!(
+            search_sorted_hash::<F32>(&[], &sent, count, &digest, 100),
+            Err(SearchError::BudgetExhausted { tried: 0 })
         );
         assert_eq!(
             search_sorted_hash::<F32>(&[], &sent[..3], count, &digest, 10),
@@ -355,12 +377,12 @@ mod tests {
             })
         );
         assert_eq!(
-            search_sorted_hash::<F32>(&[], &[1, 2, 3, 4, 5], count, &digest, 100),
+            search_sorted_hash::<F32>(&[], &[1, 2, 3, 4, 5], count, &digest, 1000),
             Err(SearchError::NoMatch)
         );
         // With 10 and 20 settled earlier, only the rest are searched.
         assert_eq!(
-            search_sorted_hash::<F32>(&[10, 20], &[30, 50, 40, 60], count, &digest, 100),
+            search_sorted_hash::<F32>(&[10, 20], &[30, 50, 40, 60], count, &digest, 1000),
             Ok(vec![0, 2])
         );
     }

@@ -364,3 +364,61 @@ proptest! {
         }
     }
 }
+
+/// A bogus strawman-2 digest costs bounded work, whatever the number of
+/// unsettled packets: each subset hashes every identifier, so a budget of
+/// subsets alone let 1000 unsent packets take seconds and 65 536 minutes.
+#[test]
+fn a_hostile_sorted_hash_is_refused_quickly() {
+    for unsent in [1000u64, 65_536] {
+        // One, two or three packets "missing": n, n²/2 or n³/6 subsets.
+        for missing in 1..=3u32 {
+            let mut log = SendLog::<F32>::new(1).unwrap();
+            for s in 0..unsent {
+                log.push(id(s));
+            }
+            let bogus = Message::SortedHash {
+                count: unsent as u32 - missing,
+                digest: [0xa5; 32],
+            };
+            let mut out = Classification::default();
+            let started = std::time::Instant::now();
+            let result = log.apply_message(&bogus, &mut out);
+            let took = started.elapsed();
+            println!("{unsent} unsent, {missing} missing: {result:?} in {took:?}");
+            assert!(
+                matches!(result, Err(FeedbackError::Search(_))),
+                "{result:?}"
+            );
+            assert!(
+                took < std::time::Duration::from_millis(100),
+                "{unsent} unsent, {missing} missing: {took:?}"
+            );
+        }
+    }
+}
+
+/// The worst cases of a bogus strawman-2 digest, timed (release build:
+/// `cargo test -p pepkit-quack --release --test send_log -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "a measurement; prints figures"]
+fn measure_hostile_sorted_hash() {
+    for (unsent, missing) in [(1000u64, 3u32), (65_536, 1), (65_536, 2)] {
+        let mut log = SendLog::<F32>::new(1).unwrap();
+        for s in 0..unsent {
+            log.push(id(s));
+        }
+        let bogus = Message::SortedHash {
+            count: unsent as u32 - missing,
+            digest: [0xa5; 32],
+        };
+        let mut out = Classification::default();
+        let started = std::time::Instant::now();
+        let result = log.apply_message(&bogus, &mut out);
+        println!(
+            "{unsent} unsent, {missing} missing: {result:?} in {:?}",
+            started.elapsed()
+        );
+    }
+}

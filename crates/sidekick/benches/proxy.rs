@@ -166,7 +166,7 @@ impl Bed {
             .expect("a quACK");
         let configure = Control::Configure {
             session: next_session,
-            config: config(interval, u32::MAX),
+            config: config(interval, 1 << 30),
         };
         assert!(
             self.send(Datagram::new(control(i), PROXY, configure.to_bytes()))

@@ -7,7 +7,12 @@
 //!
 //! 1. A request (in band, sender → receiver) creates the flow with a fresh
 //!    session ID and the initial quota of one quACK, and the proxy replies
-//!    from the receiver's address. The request itself is forwarded.
+//!    from the receiver's address. The request itself is forwarded. The
+//!    reply is never longer than the request (the request is padded), and
+//!    replies are rate-limited: at most one per flow per
+//!    [`ProxyConfig::reply_interval`], and per source address a token
+//!    bucket of [`ProxyConfig::reply_burst`] replies refilled at
+//!    [`ProxyConfig::reply_rate`] per second.
 //! 2. A configure message to the proxy's address, from any port of the
 //!    sender's IP, presenting a session ID the proxy issued, sets the
 //!    interval, threshold and identifier, and fixes where quACKs go (the
@@ -15,15 +20,24 @@
 //!    re-arm the initial quota of one, should the first quACK be lost);
 //!    raising the quota needs an ID that came in a quACK, which only the
 //!    party that receives the quACKs has.
-//! 3. Each quACK carries a new session ID and the quota left. The proxy
-//!    accepts the last [`ProxyConfig::session_window`] IDs it issued, so a
-//!    lost quACK does not lock the sender out.
+//! 3. Each quACK carries a session ID and the quota left: a new ID in the
+//!    first quACK, then at most every [`ProxyConfig::session_rotation`].
+//!    The proxy accepts the last [`ProxyConfig::session_window`] IDs it
+//!    issued, so a lost quACK, or a grant that crosses many quACKs in
+//!    flight, does not lock the sender out. A grant is the sender's
+//!    running total of quACKs granted; the proxy adds to the quota only
+//!    what it has not applied yet.
 //! 4. A reset clears the flow's quACK; later quACKs carry its epoch.
 //!
-//! The flow table holds at most [`ProxyConfig::max_flows`] flows; requests
-//! beyond that are forwarded without a reply. Flows expire after
+//! The flow table holds at most [`ProxyConfig::max_flows`] flows. When it is
+//! full, a request takes the place of the oldest flow that was never
+//! configured (a flood of spoofed requests never configures: only the
+//! addressee of a reply learns its session ID), and is refused, forwarded
+//! without a reply, only when every flow is configured. Flows expire after
 //! [`ProxyConfig::idle_timeout`] without packets, or after
 //! [`ProxyConfig::unconfigured_timeout`] if the sender never configured them.
+//! Expiry and eviction take time logarithmic in the table's size (ordered
+//! sets of deadlines and of unconfigured flows), never a scan.
 //!
 //! **Inline or beside the path.** In the simulator the proxy sits inline and
 //! forwards every datagram it is handed. On a real router the kernel
@@ -37,7 +51,8 @@ use netsim::{Datagram, Interface, Middlebox, Seed, SimRng, Time, Transmit};
 use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Quack, Scheme};
 use rand_chacha::rand_core::RngCore;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// How a proxy behaves.
@@ -56,6 +71,11 @@ pub struct ProxyConfig {
     pub unconfigured_timeout: Duration,
     /// How many of the latest session IDs of a flow are accepted.
     pub session_window: usize,
+    /// A quACK carries a new session ID at most this often (the first
+    /// always does); the others repeat the latest. The window of IDs then
+    /// spans at least `session_window` times this, so a grant made with
+    /// an ID survives the quACKs sent while it travels, however many.
+    pub session_rotation: Duration,
     /// The largest quota a sender can hold.
     pub max_quota: u32,
     /// Replace the power sum with a strawman (for overhead comparisons).
@@ -65,12 +85,23 @@ pub struct ProxyConfig {
     /// copies of traffic the kernel forwards: it then transmits only its
     /// own replies and quACKs, and [`ProxyStats::forwarded`] stays 0.
     pub forward: bool,
+    /// At most one reply per flow per this interval (the sender repeats an
+    /// unanswered request after 1 s).
+    pub reply_interval: Duration,
+    /// Replies one source address may receive in a burst ...
+    pub reply_burst: u32,
+    /// ... and per second after it.
+    pub reply_rate: u32,
+    /// The token buckets behind `reply_burst` and `reply_rate`: source
+    /// addresses are hashed (with a key from the seed) onto this many.
+    pub reply_buckets: usize,
 }
 
 impl ProxyConfig {
     /// Defaults: 4096 flows, 30 s idle timeout (5 s unconfigured), a window
-    /// of 8 session IDs, quota at most 2^20, the power-sum quACK, inline
-    /// (forwarding).
+    /// of 8 session IDs rotated at most every 100 ms, quota at most 2^20, the power-sum quACK, inline
+    /// (forwarding), one reply per flow per 500 ms and per source address
+    /// 64 at once then 64 per second (16 384 buckets).
     pub fn new(addr: SocketAddr, seed: Seed) -> ProxyConfig {
         ProxyConfig {
             addr,
@@ -79,9 +110,14 @@ impl ProxyConfig {
             idle_timeout: Duration::from_secs(30),
             unconfigured_timeout: Duration::from_secs(5),
             session_window: 8,
+            session_rotation: Duration::from_millis(100),
             max_quota: 1 << 20,
             strawman: None,
             forward: true,
+            reply_interval: Duration::from_millis(500),
+            reply_burst: 64,
+            reply_rate: 64,
+            reply_buckets: 16384,
         }
     }
 }
@@ -93,8 +129,14 @@ pub struct ProxyStats {
     pub requests: u64,
     /// Replies sent.
     pub replies: u64,
-    /// Requests refused because the flow table was full.
+    /// Requests refused because the flow table was full of configured
+    /// flows.
     pub refused_full: u64,
+    /// Flows never configured that made room for a request in a full
+    /// table.
+    pub evicted: u64,
+    /// Requests not answered because of the reply rate limits.
+    pub rate_limited: u64,
     /// Configure messages accepted.
     pub configures: u64,
     /// Resets applied.
@@ -260,10 +302,31 @@ struct Flow {
     /// The ID sent in the reply.
     reply_session: u64,
     quota: u32,
+    /// The sender's running total of granted quACKs, as far as applied.
+    granted: u32,
     epoch: u8,
     session: Option<Session>,
     last_active: Time,
+    /// When the request created the flow (its place among the
+    /// unconfigured flows, while it is one).
+    created: Time,
+    /// Its entry in the expiry order: never later than its real deadline.
+    expires_at: Time,
+    /// When it last got a reply.
+    last_reply: Option<Time>,
+    /// When a quACK last carried a new session ID.
+    last_rotation: Option<Time>,
 }
+
+/// A source address's reply allowance, in billionths of a reply.
+#[derive(Clone, Copy, Default)]
+struct Bucket {
+    tokens: u64,
+    /// When it was last drawn from; `None` while full and unused.
+    at: Option<Time>,
+}
+
+const TOKEN: u64 = 1_000_000_000;
 
 /// The sidekick proxy engine.
 pub struct SidekickProxy {
@@ -273,6 +336,14 @@ pub struct SidekickProxy {
     sessions: HashMap<u64, FlowKey, FxBuild>,
     /// Armed quACK timers, in firing order.
     timers: BTreeSet<(Time, FlowKey)>,
+    /// Every flow by a lower bound of its expiry time: a flow whose entry
+    /// comes due is forgotten, or filed again at its real deadline.
+    expiry: BTreeSet<(Time, FlowKey)>,
+    /// The flows never configured, oldest first: the first to make room.
+    unconfigured: BTreeSet<(Time, FlowKey)>,
+    /// Reply allowances, by a keyed hash of the source address.
+    buckets: Vec<Bucket>,
+    bucket_key: u64,
     scratch: QuackScratch,
     rng: SimRng,
     outbox: VecDeque<Transmit>,
@@ -284,11 +355,17 @@ impl SidekickProxy {
     /// A proxy with an empty flow table.
     pub fn new(config: ProxyConfig) -> SidekickProxy {
         let rng = config.seed.rng("sidekick/proxy/sessions");
+        let bucket_key = config.seed.rng("sidekick/proxy/buckets").next_u64();
+        let buckets = vec![Bucket::default(); config.reply_buckets.max(1)];
         SidekickProxy {
             config,
             flows: HashMap::default(),
             sessions: HashMap::default(),
             timers: BTreeSet::new(),
+            expiry: BTreeSet::new(),
+            unconfigured: BTreeSet::new(),
+            buckets,
+            bucket_key,
             scratch: QuackScratch::default(),
             rng,
             outbox: VecDeque::new(),
@@ -361,29 +438,63 @@ impl SidekickProxy {
                 self.sweep(now);
             }
             if self.flows.len() >= self.config.max_flows {
-                self.stats.refused_full += 1;
-                return;
+                // Make room: the oldest flow that never configured.
+                let Some(&(_, oldest)) = self.unconfigured.first() else {
+                    self.stats.refused_full += 1;
+                    return;
+                };
+                self.remove_flow(oldest);
+                self.stats.evicted += 1;
             }
             let session = self.new_session_id();
             self.sessions.insert(session, key);
+            // A lower bound of its deadline, configured or not.
+            let timeout = (self.config.unconfigured_timeout).min(self.config.idle_timeout);
+            let expires_at = now + timeout;
+            self.expiry.insert((expires_at, key));
+            self.unconfigured.insert((now, key));
             self.flows.insert(
                 key,
                 Flow {
                     sessions: VecDeque::from([session]),
                     reply_session: session,
                     quota: 1,
+                    granted: 0,
                     epoch: 0,
                     session: None,
                     last_active: now,
+                    created: now,
+                    expires_at,
+                    last_reply: None,
+                    last_rotation: None,
                 },
             );
         }
-        // A repeated request gets the same answer (the first may be lost).
-        let flow = self.flows.get_mut(&key).expect("inserted above");
+        let Some(flow) = self.flows.get_mut(&key) else {
+            return;
+        };
         flow.last_active = now;
+        // A repeated request gets the same answer (the first may be lost),
+        // but not more often than the rate limits allow.
+        let interval = self.config.reply_interval;
+        if flow
+            .last_reply
+            .is_some_and(|at| now.saturating_duration_since(at) < interval)
+        {
+            self.stats.rate_limited += 1;
+            return;
+        }
+        let reply_session = flow.reply_session;
+        if !self.take_reply_token(now, datagram.src.ip()) {
+            self.stats.rate_limited += 1;
+            return;
+        }
+        if let Some(flow) = self.flows.get_mut(&key) {
+            flow.last_reply = Some(now);
+        }
         let reply = Discovery::Reply {
             nonce,
-            session: flow.reply_session,
+            session: reply_session,
             proxy: self.config.addr,
         };
         self.stats.replies += 1;
@@ -391,6 +502,31 @@ impl SidekickProxy {
             now,
             Datagram::new(datagram.dst, datagram.src, reply.to_bytes()),
         ));
+    }
+
+    /// Takes one reply from the source address's bucket, if it has one.
+    fn take_reply_token(&mut self, now: Time, ip: IpAddr) -> bool {
+        let mut hasher = FxBuild::default().build_hasher();
+        self.bucket_key.hash(&mut hasher);
+        ip.hash(&mut hasher);
+        let slot = (hasher.finish() % self.buckets.len() as u64) as usize;
+        let burst = u64::from(self.config.reply_burst).saturating_mul(TOKEN);
+        let bucket = &mut self.buckets[slot];
+        bucket.tokens = match bucket.at {
+            None => burst,
+            Some(at) => {
+                let elapsed = now.saturating_duration_since(at).as_nanos();
+                let elapsed = u64::try_from(elapsed).unwrap_or(u64::MAX);
+                let refill = elapsed.saturating_mul(u64::from(self.config.reply_rate));
+                bucket.tokens.saturating_add(refill).min(burst)
+            }
+        };
+        bucket.at = Some(now);
+        if bucket.tokens < TOKEN {
+            return false;
+        }
+        bucket.tokens -= TOKEN;
+        true
     }
 
     fn handle_control(&mut self, now: Time, datagram: &Datagram) {
@@ -442,9 +578,12 @@ impl SidekickProxy {
                     self.stats.rejected += 1;
                     return;
                 };
-                if proven {
-                    flow.quota = flow.quota.saturating_add(config.quota).min(max_quota);
-                } else if flow.quota == 0 {
+                // The grant is a running total: add what is new.
+                let new = config.quota.wrapping_sub(flow.granted);
+                if proven && new != 0 && new < 1 << 31 {
+                    flow.quota = flow.quota.saturating_add(new).min(max_quota);
+                    flow.granted = config.quota;
+                } else if !proven && flow.quota == 0 {
                     // The first quACK was lost: re-arm the initial quota of
                     // one, still sent only to the sender's own IP.
                     flow.quota = 1;
@@ -464,6 +603,9 @@ impl SidekickProxy {
                         next_at: None,
                     },
                 };
+                if flow.session.is_none() {
+                    self.unconfigured.remove(&(flow.created, key));
+                }
                 flow.session = Some(session);
                 self.stats.configures += 1;
             }
@@ -513,18 +655,33 @@ impl SidekickProxy {
 
     /// Sends the flow's quACK now, if it has quota.
     fn send_quack(&mut self, now: Time, key: FlowKey) {
-        let next_session = self.new_session_id();
         let window = self.config.session_window.max(1);
+        let rotation = self.config.session_rotation;
+        let Some(flow) = self.flows.get(&key) else {
+            return;
+        };
+        if flow.session.is_none() {
+            return;
+        }
+        if flow.quota == 0 {
+            self.stats.quota_exhausted += 1;
+            return;
+        }
+        // A new session ID for the first quACK (the reply's cannot raise
+        // the quota), then at most one per `session_rotation`.
+        let rotate = flow
+            .last_rotation
+            .is_none_or(|at| now.saturating_duration_since(at) >= rotation);
+        let next_session = match flow.sessions.back() {
+            Some(&latest) if !rotate => latest,
+            _ => self.new_session_id(),
+        };
         let Some(flow) = self.flows.get_mut(&key) else {
             return;
         };
         let Some(session) = &mut flow.session else {
             return;
         };
-        if flow.quota == 0 {
-            self.stats.quota_exhausted += 1;
-            return;
-        }
         // The control message ends with the quACK: write the head, then
         // the quACK straight after it, into a reused buffer.
         let mut bytes = std::mem::take(&mut self.scratch.bytes);
@@ -547,11 +704,14 @@ impl SidekickProxy {
         };
         flow.quota -= 1;
         session.pending = 0;
-        flow.sessions.push_back(next_session);
-        self.sessions.insert(next_session, key);
-        while flow.sessions.len() > window {
-            if let Some(old) = flow.sessions.pop_front() {
-                self.sessions.remove(&old);
+        if rotate {
+            flow.last_rotation = Some(now);
+            flow.sessions.push_back(next_session);
+            self.sessions.insert(next_session, key);
+            while flow.sessions.len() > window {
+                if let Some(old) = flow.sessions.pop_front() {
+                    self.sessions.remove(&old);
+                }
             }
         }
         self.stats.quacks += 1;
@@ -561,35 +721,55 @@ impl SidekickProxy {
         ));
     }
 
-    /// Forgets flows idle past their timeout.
+    /// Forgets flows idle past their timeout. Only the entries that came
+    /// due are looked at: each is forgotten, or filed again at its real
+    /// deadline (packets since it was filed moved it on).
     fn sweep(&mut self, now: Time) {
         let (idle, unconfigured) = (self.config.idle_timeout, self.config.unconfigured_timeout);
-        let mut expired: Vec<FlowKey> = self
-            .flows
-            .iter()
-            .filter(|(_, flow)| {
-                let timeout = if flow.session.is_some() {
-                    idle
-                } else {
-                    unconfigured
-                };
-                now.saturating_duration_since(flow.last_active) >= timeout
-            })
-            .map(|(key, _)| *key)
-            .collect();
-        // In key order, whatever the table's order.
-        expired.sort_unstable();
-        for key in expired {
-            let flow = self.flows.remove(&key).expect("listed above");
-            for id in flow.sessions {
-                self.sessions.remove(&id);
+        while let Some(&(at, key)) = self.expiry.first() {
+            if at > now {
+                break;
             }
-            if let Some(at) = flow.session.and_then(|s| s.next_at) {
-                self.timers.remove(&(at, key));
+            self.expiry.pop_first();
+            let Some(flow) = self.flows.get_mut(&key) else {
+                continue;
+            };
+            let timeout = if flow.session.is_some() {
+                idle
+            } else {
+                unconfigured
+            };
+            let deadline = flow.last_active + timeout;
+            if deadline > now {
+                flow.expires_at = deadline;
+                self.expiry.insert((deadline, key));
+                continue;
             }
+            self.remove_flow(key);
             self.stats.expired += 1;
         }
         self.next_sweep = now + Duration::from_secs(1);
+    }
+
+    /// Forgets a flow and everything that points to it.
+    fn remove_flow(&mut self, key: FlowKey) {
+        let Some(flow) = self.flows.remove(&key) else {
+            return;
+        };
+        for id in &flow.sessions {
+            self.sessions.remove(id);
+        }
+        self.expiry.remove(&(flow.expires_at, key));
+        match flow.session {
+            Some(session) => {
+                if let Some(at) = session.next_at {
+                    self.timers.remove(&(at, key));
+                }
+            }
+            None => {
+                self.unconfigured.remove(&(flow.created, key));
+            }
+        }
     }
 }
 

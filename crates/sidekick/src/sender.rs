@@ -10,6 +10,17 @@
 //! [`SidekickSender::poll_event`] (a congestion controller such as PACUBIC
 //! consumes the loss and RTT events).
 //!
+//! **Quota.** The sender grants quACKs in proportion to its own traffic:
+//! its grant is a running total, [`SenderConfig::quota_grant`] (a reserve
+//! that covers the quACKs in flight between grants) plus the quACKs its
+//! packets justify at the configured interval — one per `n` packets it
+//! sent (retransmissions included), or two per interval of milliseconds in
+//! which it sent (the proxy's timer and the sender's clock do not share
+//! phase, so one of the sender's intervals can straddle two of the
+//! proxy's). Spoofed packets on its 4-tuple can then use up its quota but
+//! never make it grant more: the quACKs it ever receives are at most the
+//! reserve, plus what its own packets justify, plus the initial one.
+//!
 //! Retransmissions are the byte-identical datagrams. That works with an
 //! unmodified QUIC stack: the receiver never saw that packet number, so the
 //! copy is an ordinary, if late, packet to it, and the sender's stack frees
@@ -37,7 +48,8 @@ pub struct SenderConfig {
     pub id_offset: u16,
     /// A missing packet is lost once this many later packets were received.
     pub reorder_threshold: u32,
-    /// QuACKs granted at a time; more are granted when half are used.
+    /// The reserve of quACKs granted beyond what the sender's own packets
+    /// justify; more are granted when the quota left falls to half of it.
     pub quota_grant: u32,
     /// At most one reset per this interval (the proxy may not have applied
     /// the last one yet).
@@ -141,7 +153,14 @@ pub struct SenderStats {
     pub resets: u64,
     /// Configure messages sent (the first and each quota grant).
     pub configures: u64,
+    /// QuACKs the sender's own packets justify (the running total of its
+    /// grants, less the reserve).
+    pub justified: u64,
 }
+
+/// A grant repeated without change at most this often in a row, while no
+/// quACK comes (the proxy may well have it).
+const GRANT_REPEATS: u8 = 3;
 
 enum State {
     /// Not started.
@@ -162,6 +181,16 @@ enum State {
         /// the quota allowed), until a quACK arrives: if that message was
         /// lost, no quACK ever will, so it is sent again.
         awaiting_quack: Option<Time>,
+        /// The last grant sent with a session ID from a quACK (one the
+        /// proxy takes grants from).
+        granted: Option<u32>,
+        /// The grant of the last configure message sent, and how many
+        /// times in a row the timer repeated it.
+        offered: u32,
+        repeats: u8,
+        /// When a grant was last sent in answer to a quACK, until a quACK
+        /// shows the quota raised again.
+        grant_sent_at: Option<Time>,
     },
     /// Nobody answered.
     Off,
@@ -187,6 +216,13 @@ pub struct SidekickSender<F: Field> {
     epoch: u8,
     last_reset: Option<Time>,
     nonce: u64,
+    /// QuACKs the sender's packets justify, a running total (wrapping).
+    justified: u32,
+    /// Packets toward the next justified quACK (packet intervals).
+    group: u32,
+    /// The end of the interval that justified the last quACK
+    /// (millisecond intervals).
+    interval_end: Option<Time>,
     outbox: VecDeque<Datagram>,
     events: VecDeque<SenderEvent>,
     stats: SenderStats,
@@ -217,6 +253,9 @@ impl<F: Field> SidekickSender<F> {
             epoch: 0,
             last_reset: None,
             nonce,
+            justified: 0,
+            group: 0,
+            interval_end: None,
             outbox: VecDeque::new(),
             events: VecDeque::new(),
             stats: SenderStats::default(),
@@ -271,6 +310,7 @@ impl<F: Field> SidekickSender<F> {
         }
         let seq = self.log.push(id);
         self.stats.logged += 1;
+        self.justify(now);
         self.sent.insert(
             seq,
             Sent {
@@ -310,7 +350,13 @@ impl<F: Field> SidekickSender<F> {
                     session,
                     quota_left: 1,
                     awaiting_quack: Some(now),
+                    granted: None,
+                    offered: self.grant(),
+                    repeats: 0,
+                    grant_sent_at: None,
                 };
+                // The reply's ID configures; the proxy takes no grant from
+                // it (only from an ID that came in a quACK).
                 self.configure(session, proxy);
                 self.events.push_back(SenderEvent::Active { proxy });
             }
@@ -320,13 +366,40 @@ impl<F: Field> SidekickSender<F> {
         true
     }
 
+    /// Counts a packet sent on the base connection toward the quACKs the
+    /// sender's traffic justifies.
+    fn justify(&mut self, now: Time) {
+        let before = self.justified;
+        match self.config.interval {
+            Interval::Packets(n) => {
+                if self.group == 0 {
+                    self.justified = self.justified.wrapping_add(1);
+                }
+                self.group = (self.group + 1) % n.max(1);
+            }
+            Interval::Millis(ms) => {
+                if self.interval_end.is_none_or(|end| now >= end) {
+                    self.justified = self.justified.wrapping_add(2);
+                    self.interval_end = Some(now + Duration::from_millis(u64::from(ms)));
+                }
+            }
+        }
+        self.stats.justified += u64::from(self.justified.wrapping_sub(before));
+    }
+
+    /// The running total of quACKs granted: the reserve plus what the
+    /// sender's packets justify.
+    fn grant(&self) -> u32 {
+        self.config.quota_grant.wrapping_add(self.justified)
+    }
+
     fn configure(&mut self, session: u64, proxy: SocketAddr) {
         let config = Config {
             interval: self.config.interval,
             threshold: self.config.threshold,
             id_bytes: F::ID_BYTES as u8,
             id_offset: self.config.id_offset,
-            quota: self.config.quota_grant,
+            quota: self.grant(),
         };
         self.stats.configures += 1;
         self.outbox.push_back(Datagram::new(
@@ -347,23 +420,41 @@ impl<F: Field> SidekickSender<F> {
             self.stats.malformed += 1;
             return;
         };
+        let grant = self.grant();
         let State::Active {
             proxy,
             session,
             quota_left: left,
             awaiting_quack,
+            granted,
+            offered,
+            repeats,
+            grant_sent_at,
         } = &mut self.state
         else {
             return;
         };
         *session = next_session;
         *left = quota_left;
-        // Grant more quACKs before they run out. While some are left, a
-        // lost grant is repeated at the next quACK; once none are, only
-        // the timer can repeat it.
+        // Grant what the sender's packets justified since the last grant
+        // before the quota runs out. While some is left, a lost grant is
+        // repeated at the next quACK; once none is, only the timer can
+        // repeat it.
         *awaiting_quack = (quota_left == 0).then_some(now);
         let proxy = *proxy;
-        if quota_left <= self.config.quota_grant / 2 {
+        let low = quota_left <= self.config.quota_grant / 2;
+        if !low {
+            *grant_sent_at = None; // the last grant arrived
+        }
+        // One grant per round trip: the quACKs that cross it do not show
+        // it yet (unless it seems lost).
+        let in_flight = grant_sent_at
+            .is_some_and(|at| now.saturating_duration_since(at) < self.config.configure_timeout);
+        if low && !in_flight && *granted != Some(grant) {
+            *granted = Some(grant);
+            *offered = grant;
+            *repeats = 0;
+            *grant_sent_at = Some(now);
             self.configure(next_session, proxy);
         }
         if epoch != self.epoch {
@@ -435,6 +526,7 @@ impl<F: Field> SidekickSender<F> {
                 .expect("logged datagrams have identifiers");
             let seq = self.log.push(id);
             self.sent.insert(seq, sent);
+            self.justify(now);
         }
         self.stats.lost += out.lost.len() as u64;
         self.events.push_back(SenderEvent::Lost {
@@ -497,15 +589,33 @@ impl<F: Field> SidekickSender<F> {
     /// Retries the request, or a configuration the proxy needed to send
     /// quACKs at all, when its timer expires.
     pub fn handle_timeout(&mut self, now: Time) {
+        let grant = self.grant();
         if let State::Active {
             proxy,
             session,
             awaiting_quack: Some(at),
+            granted,
+            offered,
+            repeats,
             ..
         } = &mut self.state
             && now >= *at + self.config.configure_timeout
         {
             *at = now;
+            // The same grant a few times (the proxy may have it and simply
+            // have nothing to quACK); a larger one whenever there is one.
+            if *offered == grant {
+                if *repeats >= GRANT_REPEATS {
+                    return;
+                }
+                *repeats += 1;
+            } else {
+                *offered = grant;
+                *repeats = 0;
+            }
+            if granted.is_some() {
+                *granted = Some(grant);
+            }
             let (proxy, session) = (*proxy, *session);
             self.configure(session, proxy);
             return;

@@ -8,12 +8,13 @@
 //! ```text
 //! request  sender → receiver's address (the proxy on the path sees it)
 //!   0..128    REQUEST_MARKER
-//!   128       version (1)
+//!   128       version (2)
 //!   129..137  nonce (u64), echoed by the reply
-//!                                                       137 bytes
+//!   137..164  zero padding
+//!                                                       164 bytes
 //! reply    proxy → sender, from the receiver's address and port
 //!   0..128    REPLY_MARKER
-//!   128       version (1)
+//!   128       version (2)
 //!   129..137  the request's nonce
 //!   137..145  session ID (u64, opaque)
 //!   145       address family of the proxy: 4 or 6
@@ -21,6 +22,12 @@
 //!   2         the proxy's UDP port
 //!                                             152 (IPv4) or 164 (IPv6) bytes
 //! ```
+//!
+//! The request is padded to the longest reply, so that a proxy never
+//! answers a (possibly spoofed) request with more bytes than it received:
+//! request and reply travel on the same 4-tuple, so their IP and UDP
+//! headers are the same size, and the reply is at most as long as the
+//! request on the wire too (amplification ≤ 1).
 //!
 //! Both markers begin with a zero byte. Every QUIC packet has the fixed bit
 //! (0x40) of its first byte set (RFC 9000 §17), so no QUIC packet is ever
@@ -30,7 +37,7 @@
 //! **Control**, between the sender's own UDP port and the proxy's address:
 //!
 //! ```text
-//!   0         version (high nibble, 1) | kind (low nibble)
+//!   0         version (high nibble, 2) | kind (low nibble)
 //!   1..9      session ID (u64)
 //! kind 1, configure   sender → proxy                         22 bytes
 //!   9         interval unit: 0 = milliseconds, 1 = packets
@@ -38,7 +45,9 @@
 //!   14        threshold t (1..=255)
 //!   15        identifier width in bytes: 2, 4 or 8
 //!   16..18    identifier offset in the UDP payload (u16)
-//!   18..22    quota: quACKs the sender grants, added to what is left (u32)
+//!   18..22    grant: quACKs the sender has granted in all, a running
+//!             total (u32, wrapping); the proxy adds what it has not yet
+//!             applied, so a repeated or reordered grant adds nothing
 //! kind 2, reset       sender → proxy                         10 bytes
 //!   9         epoch (u8): the sender's reset counter
 //! kind 3, quACK       proxy → sender                    14 + quACK bytes
@@ -52,12 +61,15 @@
 //! sent recently. Only a party that receives the quACKs — the real sender —
 //! can raise the quota or reconfigure, which defeats reflection attacks
 //! (§4.1): a spoofed request earns at most the initial quota of one quACK.
+//!
+//! Version 1 (a 137-byte request, a grant added as it came) is not
+//! understood: its request was smaller than the reply it earned.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use thiserror::Error;
 
 /// The protocol version this crate writes and reads.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Bytes of a discovery marker.
 pub const MARKER_LEN: usize = 128;
@@ -86,8 +98,20 @@ pub const REQUEST_MARKER: [u8; MARKER_LEN] = marker(b"sidekick-reques", 0x5349_4
 /// Starts a sidekick-reply packet.
 pub const REPLY_MARKER: [u8; MARKER_LEN] = marker(b"sidekick-reply.", 0x5349_444c);
 
-/// Bytes of a request.
-pub const REQUEST_LEN: usize = MARKER_LEN + 1 + 8;
+/// Bytes of a reply carrying an IPv4 proxy address.
+pub const REPLY_LEN_V4: usize = MARKER_LEN + 1 + 8 + 8 + 1 + 4 + 2;
+
+/// Bytes of a reply carrying an IPv6 proxy address: the longest reply.
+pub const REPLY_LEN_V6: usize = MARKER_LEN + 1 + 8 + 8 + 1 + 16 + 2;
+
+/// Bytes of a request: padded to the longest reply.
+pub const REQUEST_LEN: usize = REPLY_LEN_V6;
+
+// No reply is longer than a request.
+const _: () = assert!(REQUEST_LEN >= REPLY_LEN_V6 && REQUEST_LEN >= REPLY_LEN_V4);
+
+/// Bytes of a request before its padding.
+const REQUEST_FIELDS_LEN: usize = MARKER_LEN + 1 + 8;
 
 const KIND_CONFIGURE: u8 = 1;
 const KIND_RESET: u8 = 2;
@@ -162,6 +186,7 @@ impl Discovery {
                 out.extend_from_slice(&REQUEST_MARKER);
                 out.push(VERSION);
                 out.extend_from_slice(&nonce.to_be_bytes());
+                out.extend_from_slice(&[0; REQUEST_LEN - REQUEST_FIELDS_LEN]);
             }
             Discovery::Reply {
                 nonce,
@@ -211,16 +236,16 @@ impl Discovery {
         }
         let nonce = reader.u64()?;
         let message = if request {
+            let padding = reader.take(REQUEST_LEN - REQUEST_FIELDS_LEN)?;
+            if let Some(&byte) = padding.iter().find(|&&b| b != 0) {
+                return Err(invalid("request padding", byte.into()));
+            }
             Discovery::Request { nonce }
         } else {
             let session = reader.u64()?;
             let ip = match reader.u8()? {
-                4 => IpAddr::V4(Ipv4Addr::from(
-                    <[u8; 4]>::try_from(reader.take(4)?).unwrap(),
-                )),
-                6 => IpAddr::V6(Ipv6Addr::from(
-                    <[u8; 16]>::try_from(reader.take(16)?).unwrap(),
-                )),
+                4 => IpAddr::V4(Ipv4Addr::from(reader.array::<4>()?)),
+                6 => IpAddr::V6(Ipv6Addr::from(reader.array::<16>()?)),
                 family => {
                     return Err(ParseError::InvalidField {
                         field: "address family",
@@ -260,14 +285,17 @@ pub struct Config {
     pub id_bytes: u8,
     /// Where the identifier starts in each UDP payload.
     pub id_offset: u16,
-    /// QuACKs granted, added to the quota left.
+    /// The sender's grant: quACKs it has granted in all since it
+    /// configured, a running total that wraps. The proxy adds to the quota
+    /// left only the part it has not applied yet (and only for a session ID
+    /// that came in a quACK), so repeating a grant is harmless.
     pub quota: u32,
 }
 
 /// A control message between the sender and the proxy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Control {
-    /// Configure the session (also raises the quota).
+    /// Configure the session (also grants quACKs).
     Configure {
         /// A session ID the proxy issued recently.
         session: u64,
@@ -431,20 +459,27 @@ impl<'a> Reader<'a> {
         Ok(field)
     }
 
+    /// The next `N` bytes as an array.
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ParseError> {
+        let mut out = [0; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
     fn u8(&mut self) -> Result<u8, ParseError> {
-        Ok(self.take(1)?[0])
+        Ok(self.array::<1>()?[0])
     }
 
     fn u16(&mut self) -> Result<u16, ParseError> {
-        Ok(u16::from_be_bytes(self.take(2)?.try_into().unwrap()))
+        Ok(u16::from_be_bytes(self.array()?))
     }
 
     fn u32(&mut self) -> Result<u32, ParseError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+        Ok(u32::from_be_bytes(self.array()?))
     }
 
     fn u64(&mut self) -> Result<u64, ParseError> {
-        Ok(u64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+        Ok(u64::from_be_bytes(self.array()?))
     }
 
     fn rest(&mut self) -> &'a [u8] {
@@ -477,12 +512,14 @@ mod tests {
             proxy: "10.0.0.1:1234".parse().unwrap(),
         };
         assert_eq!(v4.to_bytes().len(), 152);
+        assert_eq!(REPLY_LEN_V4, 152);
         let v6 = Discovery::Reply {
             nonce: 1,
             session: 2,
             proxy: "[fd00::1]:1234".parse().unwrap(),
         };
         assert_eq!(v6.to_bytes().len(), 164);
+        assert_eq!(REPLY_LEN_V6, 164);
         let config = Config {
             interval: Interval::Millis(30),
             threshold: 10,

@@ -196,7 +196,10 @@ fn only_a_session_id_from_a_quack_raises_the_quota() {
 
 #[test]
 fn unknown_stale_or_misdirected_control_is_rejected() {
-    let mut h = Harness::new(|c| c.session_window = 2);
+    let mut h = Harness::new(|c| {
+        c.session_window = 2;
+        c.session_rotation = Duration::ZERO; // a new ID in every quACK
+    });
     let reply_session = h.discover();
     h.configure(reply_session, Interval::Packets(1), 0);
     let ids: Vec<u64> = (0..1)
@@ -290,26 +293,81 @@ fn the_flow_table_is_bounded_and_idle_flows_expire() {
         c.max_flows = 2;
         c.unconfigured_timeout = Duration::from_secs(5);
     });
-    for port in [5000, 5001, 5002] {
-        let src = format!("10.0.0.1:{port}");
-        let out = h.send(&src, RECEIVER, Discovery::Request { nonce: 1 }.to_bytes());
-        let replied = out.iter().any(|d| d.dst == addr(&src));
-        assert_eq!(replied, port != 5002, "port {port}");
+    let request = |h: &mut Harness, src: &str| {
+        let out = h.send(src, RECEIVER, Discovery::Request { nonce: 1 }.to_bytes());
         assert!(
             out.iter().any(|d| d.dst == addr(RECEIVER)),
             "always forwarded"
         );
+        out.iter().find_map(|d| match Discovery::parse(&d.payload) {
+            Ok(Discovery::Reply { session, .. }) if d.dst == addr(src) => Some(session),
+            _ => None,
+        })
+    };
+    // A full table of flows that never configured: a new request takes the
+    // place of the oldest.
+    for port in [5000, 5001, 5002] {
+        let src = format!("10.0.0.1:{port}");
+        assert!(request(&mut h, &src).is_some(), "port {port}");
+        h.advance(Duration::from_millis(1));
     }
+    assert_eq!(h.proxy.stats().evicted, 1);
+    assert_eq!(h.proxy.stats().refused_full, 0);
+    let listed: Vec<u16> = h
+        .proxy
+        .flows(h.now)
+        .iter()
+        .map(|f| f.sender.port())
+        .collect();
+    assert_eq!(listed, vec![5001, 5002], "the oldest made room");
+    // Configured flows are never evicted: a table full of them refuses.
+    for port in [5001, 5002] {
+        let src = format!("10.0.0.1:{port}");
+        h.advance(Duration::from_secs(1)); // past the reply interval
+        let session = request(&mut h, &src).expect("a repeat is answered");
+        let config = Config {
+            interval: Interval::Packets(4),
+            threshold: 8,
+            id_bytes: 4,
+            id_offset: 21,
+            quota: 0,
+        };
+        h.send(
+            CONTROL,
+            PROXY,
+            Control::Configure { session, config }.to_bytes(),
+        );
+    }
+    assert!(h.proxy.flows(h.now).iter().all(|f| f.configured()));
+    assert_eq!(request(&mut h, "10.0.0.1:5003"), None);
     assert_eq!(h.proxy.stats().refused_full, 1);
     assert_eq!(h.proxy.flow_count(), 2);
-    h.advance(Duration::from_secs(6));
-    let out = h.send(
-        "10.0.0.1:5002",
-        RECEIVER,
-        Discovery::Request { nonce: 1 }.to_bytes(),
-    );
-    assert_eq!(out.len(), 2, "room again after the idle flows expired");
+    // Idle configured flows expire after the idle timeout.
+    h.advance(Duration::from_secs(31));
+    assert!(request(&mut h, "10.0.0.1:5003").is_some(), "room again");
     assert_eq!(h.proxy.stats().expired, 2);
+    // An unconfigured one after its shorter timeout, however full the
+    // table.
+    h.advance(Duration::from_secs(6));
+    assert_eq!(h.proxy.flow_count(), 0);
+    assert_eq!(h.proxy.stats().expired, 3);
+}
+
+/// Packets keep a flow alive past the timeout it had when it was filed in
+/// the expiry order.
+#[test]
+fn traffic_keeps_a_flow_alive() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    h.configure(session, Interval::Packets(4), 0);
+    for id in 0..70u32 {
+        h.packet(id);
+        h.advance(Duration::from_secs(1));
+    }
+    assert_eq!(h.proxy.flow_count(), 1, "70 s of a packet a second");
+    h.advance(Duration::from_secs(31));
+    assert_eq!(h.proxy.flow_count(), 0);
+    assert_eq!(h.proxy.stats().expired, 1);
 }
 
 #[test]
@@ -379,4 +437,140 @@ fn the_flow_table_is_listed_in_key_order() {
     assert_eq!(second.sender, addr("10.0.0.9:1"));
     assert!(!second.configured());
     assert_eq!(second.peer, None);
+}
+
+/// Everything the proxy sends in answer to a request, for a request from
+/// `sender` to `receiver` through a proxy at `proxy`: (request, answers).
+fn answers_to_a_request(proxy: &str, sender: &str, receiver: &str) -> (Datagram, Vec<Datagram>) {
+    let mut config = ProxyConfig::new(addr(proxy), Seed::new(1));
+    config.forward = false; // only the proxy's own datagrams
+    let mut proxy = SidekickProxy::new(config);
+    let request = Datagram::new(
+        addr(sender),
+        addr(receiver),
+        Discovery::Request { nonce: 9 }.to_bytes(),
+    );
+    proxy.handle_datagram(Time::ZERO, Interface(0), request.clone());
+    let out = std::iter::from_fn(|| proxy.poll_transmit(Time::ZERO))
+        .map(|t| t.datagram)
+        .collect();
+    (request, out)
+}
+
+/// The reflection bound of docs/sidekick.md: whatever the proxy sends in
+/// answer to a request (which anyone can spoof) is no larger on the wire
+/// than the request, for IPv4 and IPv6 base connections and proxy
+/// addresses.
+#[test]
+fn a_reply_is_never_larger_than_its_request() {
+    let paths = [
+        ("10.0.0.1:5000", "10.0.1.1:4433"),
+        ("[fd00::1]:5000", "[fd00:1::1]:4433"),
+    ];
+    for proxy in ["10.0.0.254:1234", "[fd00:ffff::fe]:1234"] {
+        for (sender, receiver) in paths {
+            let (request, out) = answers_to_a_request(proxy, sender, receiver);
+            assert_eq!(out.len(), 1, "one reply: {out:?}");
+            let reply = &out[0];
+            assert!(matches!(
+                Discovery::parse(&reply.payload),
+                Ok(Discovery::Reply { .. })
+            ));
+            assert!(
+                reply.payload.len() <= request.payload.len()
+                    && reply.wire_len() <= request.wire_len(),
+                "proxy {proxy}, {sender} -> {receiver}: a {} B request (wire) \
+                 earned a {} B reply",
+                request.wire_len(),
+                reply.wire_len()
+            );
+        }
+    }
+}
+
+/// Replies are rate-limited: repeats of one flow's request, and requests
+/// from many ports of one address (a spoofer aiming at that address).
+#[test]
+fn replies_are_rate_limited_per_flow_and_per_source() {
+    let mut h = Harness::new(|_| {});
+    let request = Discovery::Request { nonce: 1 }.to_bytes();
+    // 100 repeats of one flow's request within 100 ms: one reply.
+    let mut replies = 0;
+    for _ in 0..100 {
+        let out = h.send(SENDER, RECEIVER, request.clone());
+        replies += out.iter().filter(|d| d.dst == addr(SENDER)).count();
+        h.advance(Duration::from_millis(1));
+    }
+    assert_eq!(replies, 1, "repeats within 100 ms");
+    // A repeat a second later is answered (the first reply may be lost).
+    h.advance(Duration::from_secs(1));
+    let out = h.send(SENDER, RECEIVER, request.clone());
+    assert_eq!(out.iter().filter(|d| d.dst == addr(SENDER)).count(), 1);
+    // 2000 requests from distinct ports of one address over one second.
+    let mut replies = 0;
+    for port in 0..2000u16 {
+        let src = format!("10.0.0.7:{}", 10_000 + port);
+        let out = h.send(&src, RECEIVER, request.clone());
+        replies += out.iter().filter(|d| d.dst == addr(&src)).count();
+        h.advance(Duration::from_micros(500));
+    }
+    assert!(replies <= 200, "{replies} replies to one address in 1 s");
+    assert!(replies >= 32, "{replies}: a burst of new flows is answered");
+}
+
+/// The reply-to-request ratios, in payload and on the wire, for each
+/// family of base connection and proxy address (`cargo test -p
+/// pepkit-sidekick --test proxy -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement; prints figures"]
+fn measure_reflection() {
+    let paths = [
+        ("IPv4", "10.0.0.1:5000", "10.0.1.1:4433"),
+        ("IPv6", "[fd00::1]:5000", "[fd00:1::1]:4433"),
+    ];
+    for proxy in ["10.0.0.254:1234", "[fd00:ffff::fe]:1234"] {
+        for (family, sender, receiver) in paths {
+            let (request, out) = answers_to_a_request(proxy, sender, receiver);
+            let sent: usize = out.iter().map(|d| d.payload.len()).sum();
+            let wire: usize = out.iter().map(Datagram::wire_len).sum();
+            println!(
+                "proxy {proxy}, {family} base: request {} B ({} B on the wire) -> {} \
+                 datagram(s), {sent} B ({wire} B on the wire): {:.3}x payload, {:.3}x wire",
+                request.payload.len(),
+                request.wire_len(),
+                out.len(),
+                sent as f64 / request.payload.len() as f64,
+                wire as f64 / request.wire_len() as f64,
+            );
+        }
+    }
+}
+
+/// Session IDs rotate at most every 100 ms: a grant made with the ID of one
+/// quACK is accepted although dozens more were sent while it travelled
+/// (with a new ID in each, a window of 8 IDs rejected it).
+#[test]
+fn a_grant_survives_the_quacks_in_flight() {
+    let mut h = Harness::new(|_| {});
+    let session = h.discover();
+    h.configure(session, Interval::Packets(1), 0);
+    let first = quacks(&h.packet(1))[0].0;
+    h.configure(first, Interval::Packets(1), 100);
+    let mut ids = vec![first];
+    for id in 2..52 {
+        ids.extend(quacks(&h.packet(id)).iter().map(|q| q.0));
+        h.advance(Duration::from_millis(3));
+    }
+    assert_eq!(ids.len(), 51);
+    // The sender answers the second quACK; by the time its grant arrives
+    // the proxy has sent 49 more.
+    let rejected = h.proxy.stats().rejected;
+    h.configure(ids[1], Interval::Packets(1), 200);
+    assert_eq!(h.proxy.stats().rejected, rejected, "the grant was accepted");
+    let left = quacks(&h.packet(100))[0].1;
+    assert_eq!(left, 200 - 50 - 1, "quota raised to the running total");
+    // New IDs came every 100 ms.
+    let mut distinct = ids.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 2, "{distinct:?}");
 }

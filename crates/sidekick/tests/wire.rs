@@ -98,10 +98,33 @@ fn each_bad_input_has_its_own_error() {
     other[50] ^= 1;
     assert_eq!(Discovery::parse(&other), Err(ParseError::NotDiscovery));
     let mut version = request.clone();
-    version[128] = 2;
+    version[128] = 1;
     assert_eq!(
         Discovery::parse(&version),
-        Err(ParseError::UnsupportedVersion(2))
+        Err(ParseError::UnsupportedVersion(1))
+    );
+    // Version 1's unpadded request.
+    let mut v1 = request[..137].to_vec();
+    v1[128] = 1;
+    assert_eq!(
+        Discovery::parse(&v1),
+        Err(ParseError::UnsupportedVersion(1))
+    );
+    // The padding: complete, and zero.
+    let mut short = request.clone();
+    short.pop();
+    assert!(matches!(
+        Discovery::parse(&short),
+        Err(ParseError::Truncated { .. })
+    ));
+    let mut padded = request.clone();
+    padded[150] = 3;
+    assert_eq!(
+        Discovery::parse(&padded),
+        Err(ParseError::InvalidField {
+            field: "request padding",
+            value: 3
+        })
     );
     let mut long = request.clone();
     long.push(0);
@@ -137,8 +160,8 @@ fn each_bad_input_has_its_own_error() {
         bytes[at] = value;
         Control::parse(&bytes)
     };
-    assert_eq!(with(0, 0x21), Err(ParseError::UnsupportedVersion(2)));
-    assert_eq!(with(0, 0x1f), Err(ParseError::UnknownKind(15)));
+    assert_eq!(with(0, 0x11), Err(ParseError::UnsupportedVersion(1)));
+    assert_eq!(with(0, 0x2f), Err(ParseError::UnknownKind(15)));
     assert_eq!(
         with(9, 7),
         Err(ParseError::InvalidField {
