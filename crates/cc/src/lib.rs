@@ -52,10 +52,13 @@
 
 mod cubic;
 mod pacubic;
+pub mod pcc;
 mod ratio;
 mod registry;
 
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
+pub use pcc::utility::{Utility, UtilityHandle};
+pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};

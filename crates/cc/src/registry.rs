@@ -17,6 +17,8 @@
 //! variant here and one arm in each `match` below; the compiler finds
 //! every place that must learn about it.
 
+use crate::pcc::settings as pcc;
+use crate::pcc::utility::Utility;
 use netsim::Seed;
 use quic::{SharedFactory, SimClock};
 use serde::{Deserialize, Serialize};
@@ -39,6 +41,15 @@ pub enum Controller {
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
     /// sender engine's quACK events.
     Pacubic(crate::pacubic::PacubicSettings),
+    /// PCC Vivace (NSDI'18, [`crate::Pcc`] with Vivace's utility).
+    Vivace,
+    /// PCC Proteus-P, the primary mode.
+    ProteusP(crate::pcc::ProteusSettings),
+    /// PCC Proteus-S, the scavenger.
+    ProteusS(crate::pcc::ProteusSettings),
+    /// PCC Proteus-H, the hybrid: reads its threshold from an application's
+    /// handle unless its settings fix one.
+    ProteusH(crate::pcc::HybridSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -47,6 +58,9 @@ pub enum Controller {
 pub enum Input {
     /// The sidekick sender engine's events ([`sidekick::Signals`]).
     SidekickSignals,
+    /// A utility handle an application drives ([`crate::UtilityHandle`]):
+    /// Proteus-H's threshold, or a mid-flow switch of utility.
+    UtilityHandle,
 }
 
 /// What a controller may use when it is built.
@@ -59,6 +73,9 @@ pub struct ControllerContext {
     /// The sidekick sender engine's events, when one runs beside the
     /// endpoint.
     pub sidekick: Option<sidekick::Signals>,
+    /// The utility handle of the application on the endpoint, when its
+    /// workload drives one (a PCC sender reads it; others ignore it).
+    pub utility: Option<crate::UtilityHandle>,
 }
 
 impl ControllerContext {
@@ -68,6 +85,7 @@ impl ControllerContext {
             seed,
             clock,
             sidekick: None,
+            utility: None,
         }
     }
 }
@@ -107,19 +125,45 @@ impl Controller {
             Controller::Bbr => "bbr",
             Controller::PepkitCubic => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
+            Controller::Vivace => "vivace",
+            Controller::ProteusP(_) => "proteus-p",
+            Controller::ProteusS(_) => "proteus-s",
+            Controller::ProteusH(_) => "proteus-h",
         }
     }
 
     /// What it reads from beside its endpoint, with why, if anything.
     pub fn requires(&self) -> Option<(Input, &'static str)> {
         match self {
-            Controller::Cubic | Controller::Newreno | Controller::Bbr | Controller::PepkitCubic => {
-                None
-            }
+            Controller::Cubic
+            | Controller::Newreno
+            | Controller::Bbr
+            | Controller::PepkitCubic
+            | Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_) => None,
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
                 crate::pacubic::PacubicSettings::REQUIRES,
             )),
+            Controller::ProteusH(settings) => settings
+                .threshold_mbps
+                .is_none()
+                .then_some((Input::UtilityHandle, crate::pcc::HybridSettings::REQUIRES)),
+        }
+    }
+
+    /// Whether it reads `input` when given it (whether or not it needs it).
+    pub fn reads(&self, input: Input) -> bool {
+        match self {
+            Controller::Cubic | Controller::Newreno | Controller::Bbr | Controller::PepkitCubic => {
+                false
+            }
+            Controller::Pacubic(_) => input == Input::SidekickSignals,
+            Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::ProteusH(_) => input == Input::UtilityHandle,
         }
     }
 
@@ -132,6 +176,14 @@ impl Controller {
             Controller::Bbr => Built::plain(Arc::new(Bbr3Config::default())),
             Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
             Controller::Pacubic(settings) => settings.build(context),
+            Controller::Vivace => pcc::build(crate::PccConfig::vivace(), context),
+            Controller::ProteusP(settings) => {
+                pcc::build(pcc::proteus(Utility::Primary, settings), context)
+            }
+            Controller::ProteusS(settings) => {
+                pcc::build(pcc::proteus(Utility::Scavenger, settings), context)
+            }
+            Controller::ProteusH(settings) => pcc::build(pcc::hybrid(settings), context),
         }
     }
 }
