@@ -50,13 +50,22 @@
 //! endpoint that sends the data should use PACUBIC with a given queue: every
 //! controller built by one factory drains the same queue.
 
+pub mod bbr;
+mod copa;
 mod cubic;
+mod engine;
+mod ledbat;
 mod pacubic;
 pub mod pcc;
 mod ratio;
 mod registry;
+mod windowed;
 
+pub use bbr::{Bbr, BbrFactory};
+pub use copa::{Copa, CopaSettings};
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
+pub use engine::{CongestionEngine, Engine};
+pub use ledbat::{Ledbat, LedbatSettings};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
 pub use pcc::utility::{Utility, UtilityHandle};
 pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};

@@ -17,6 +17,7 @@
 //! variant here and one arm in each `match` below; the compiler finds
 //! every place that must learn about it.
 
+use crate::bbr::BbrFactory;
 use crate::pcc::settings as pcc;
 use crate::pcc::utility::Utility;
 use netsim::Seed;
@@ -33,9 +34,15 @@ pub enum Controller {
     Cubic,
     /// noq-proto's NewReno.
     Newreno,
+    /// Our BBR version 1 ([`crate::Bbr`]), seeded from the scenario: what
+    /// the Proteus paper's kernel ran.
+    Bbr,
+    /// BBR-S (Proteus §7.1): BBR forced into ProbeRTT while the RTT
+    /// deviates.
+    BbrS,
     /// noq-proto's BBRv3 (its probe randomness comes from the operating
     /// system, so runs with it do not repeat exactly).
-    Bbr,
+    NoqBbr3,
     /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
     PepkitCubic,
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
@@ -50,6 +57,10 @@ pub enum Controller {
     /// PCC Proteus-H, the hybrid: reads its threshold from an application's
     /// handle unless its settings fix one.
     ProteusH(crate::pcc::HybridSettings),
+    /// Copa (NSDI'18, [`crate::Copa`]).
+    Copa(crate::CopaSettings),
+    /// LEDBAT (RFC 6817, [`crate::Ledbat`]), its delays from RTTs.
+    Ledbat(crate::LedbatSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -123,12 +134,16 @@ impl Controller {
             Controller::Cubic => "cubic",
             Controller::Newreno => "newreno",
             Controller::Bbr => "bbr",
+            Controller::BbrS => "bbr-s",
+            Controller::NoqBbr3 => "noq-bbr3",
             Controller::PepkitCubic => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
             Controller::Vivace => "vivace",
             Controller::ProteusP(_) => "proteus-p",
             Controller::ProteusS(_) => "proteus-s",
             Controller::ProteusH(_) => "proteus-h",
+            Controller::Copa(_) => "copa",
+            Controller::Ledbat(_) => "ledbat",
         }
     }
 
@@ -138,7 +153,11 @@ impl Controller {
             Controller::Cubic
             | Controller::Newreno
             | Controller::Bbr
+            | Controller::BbrS
+            | Controller::NoqBbr3
             | Controller::PepkitCubic
+            | Controller::Copa(_)
+            | Controller::Ledbat(_)
             | Controller::Vivace
             | Controller::ProteusP(_)
             | Controller::ProteusS(_) => None,
@@ -156,9 +175,14 @@ impl Controller {
     /// Whether it reads `input` when given it (whether or not it needs it).
     pub fn reads(&self, input: Input) -> bool {
         match self {
-            Controller::Cubic | Controller::Newreno | Controller::Bbr | Controller::PepkitCubic => {
-                false
-            }
+            Controller::Cubic
+            | Controller::Newreno
+            | Controller::Bbr
+            | Controller::BbrS
+            | Controller::NoqBbr3
+            | Controller::PepkitCubic
+            | Controller::Copa(_)
+            | Controller::Ledbat(_) => false,
             Controller::Pacubic(_) => input == Input::SidekickSignals,
             Controller::Vivace
             | Controller::ProteusP(_)
@@ -173,7 +197,9 @@ impl Controller {
         match self {
             Controller::Cubic => Built::plain(Arc::new(CubicConfig::default())),
             Controller::Newreno => Built::plain(Arc::new(NewRenoConfig::default())),
-            Controller::Bbr => Built::plain(Arc::new(Bbr3Config::default())),
+            Controller::Bbr => Built::plain(Arc::new(BbrFactory::new(false, context.seed))),
+            Controller::BbrS => Built::plain(Arc::new(BbrFactory::new(true, context.seed))),
+            Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
             Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
             Controller::Pacubic(settings) => settings.build(context),
             Controller::Vivace => pcc::build(crate::PccConfig::vivace(), context),
@@ -184,6 +210,8 @@ impl Controller {
                 pcc::build(pcc::proteus(Utility::Scavenger, settings), context)
             }
             Controller::ProteusH(settings) => pcc::build(pcc::hybrid(settings), context),
+            Controller::Copa(settings) => Built::plain(Arc::new(settings.clone())),
+            Controller::Ledbat(settings) => Built::plain(Arc::new(settings.clone())),
         }
     }
 }
@@ -203,7 +231,21 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_list_the_known() {
-        for name in ["cubic", "newreno", "bbr", "pepkit-cubic", "pacubic"] {
+        for name in [
+            "cubic",
+            "newreno",
+            "bbr",
+            "bbr-s",
+            "noq-bbr3",
+            "pepkit-cubic",
+            "pacubic",
+            "vivace",
+            "proteus-p",
+            "proteus-s",
+            "proteus-h",
+            "copa",
+            "ledbat",
+        ] {
             let controller = from_toml_like(&[("name", name)]).unwrap();
             assert_eq!(controller.name(), name);
         }

@@ -50,12 +50,12 @@ pub mod utility;
 
 pub use settings::{HybridSettings, ProteusSettings};
 
+use crate::engine::{CongestionEngine, Engine};
 use monitor::{MiStats, MonitorQueue};
 use netsim::{Rate, Seed, SimRng};
 use noise::{AckFilter, NoiseTolerance, Trending};
-use quic::congestion::{Controller, ControllerFactory, ControllerMetrics, RttEstimator};
+use quic::congestion::{Controller, ControllerFactory};
 use rate_control::{Decision, RateControl, RateStats};
-use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -216,48 +216,6 @@ impl Pcc {
         4 * self.smoothed_rtt.unwrap_or(INITIAL_RTT) + Duration::from_millis(50)
     }
 
-    /// A packet leaves now: open the next MI if the current one is done.
-    pub fn handle_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
-        if self.monitors.due(now, self.mi_duration()) {
-            let id = self.monitors.next_id();
-            let (rate, useful) = self.control.next_interval(id);
-            self.monitors.start(now, pn, rate, useful);
-            self.rate = rate;
-            self.peak = self.peak.max(rate);
-        }
-        self.monitors.on_sent(now, bytes, pn);
-        self.stats.packets += 1;
-    }
-
-    /// A packet sent at `sent` was acknowledged at `now`; `smoothed` is the
-    /// connection's smoothed RTT.
-    pub fn handle_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: u64,
-        pn: u64,
-        smoothed: Duration,
-    ) {
-        let sample = now.saturating_duration_since(sent);
-        if self.min_rtt.is_none() && sample < INITIAL_RTT && !sample.is_zero() {
-            let scaled = INITIAL_RATE.bits_per_sec() as f64 * INITIAL_RTT.as_secs_f64()
-                / sample.as_secs_f64();
-            self.control
-                .rescale_initial(Rate::from_bps(scaled.round() as u64));
-        }
-        self.min_rtt = Some(self.min_rtt.map_or(sample, |min| min.min(sample)));
-        self.smoothed_rtt = Some(smoothed);
-        let admitted = if self.config.noise.ack_filter {
-            self.filter.on_ack_arrival(now);
-            self.filter.admit(sample)
-        } else {
-            true
-        };
-        self.monitors
-            .on_acked(sent, bytes, pn, admitted.then_some(sample));
-    }
-
     /// Judges every MI complete at `now`.
     pub fn poll_intervals(&mut self, now: Instant) {
         let timeout = self.mi_timeout();
@@ -343,75 +301,68 @@ fn add_stats(sum: &mut PccStats, before: &PccStats, after: &PccStats) {
     sum.last_rate = after.last_rate;
 }
 
-impl Controller for Pcc {
-    fn on_packet_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
-        self.handle_sent(now, bytes, pn);
+impl CongestionEngine for Pcc {
+    fn handle_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
+        if self.monitors.due(now, self.mi_duration()) {
+            let id = self.monitors.next_id();
+            let (rate, useful) = self.control.next_interval(id);
+            self.monitors.start(now, pn, rate, useful);
+            self.rate = rate;
+            self.peak = self.peak.max(rate);
+        }
+        self.monitors.on_sent(now, bytes, pn);
+        self.stats.packets += 1;
     }
 
-    fn on_cwnd_limited(&mut self) {
+    fn handle_ack(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64, smoothed: Duration) {
+        let sample = now.saturating_duration_since(sent);
+        if self.min_rtt.is_none() && sample < INITIAL_RTT && !sample.is_zero() {
+            let scaled = INITIAL_RATE.bits_per_sec() as f64 * INITIAL_RTT.as_secs_f64()
+                / sample.as_secs_f64();
+            self.control
+                .rescale_initial(Rate::from_bps(scaled.round() as u64));
+        }
+        self.min_rtt = Some(self.min_rtt.map_or(sample, |min| min.min(sample)));
+        self.smoothed_rtt = Some(smoothed);
+        let admitted = if self.config.noise.ack_filter {
+            self.filter.on_ack_arrival(now);
+            self.filter.admit(sample)
+        } else {
+            true
+        };
+        self.monitors
+            .on_acked(sent, bytes, pn, admitted.then_some(sample));
+    }
+
+    fn handle_end_acks(&mut self, now: Instant, _in_flight: u64, _app_limited: bool) {
+        self.poll_intervals(now);
+    }
+
+    fn handle_lost(&mut self, _now: Instant, bytes: u16, pn: u64) {
+        self.monitors.on_lost(bytes, pn);
+    }
+
+    fn handle_congestion(&mut self, now: Instant, _sent: Instant, _persistent: bool) {
+        // Losses count in their MIs' loss rates; there is no window to cut.
+        self.poll_intervals(now);
+    }
+
+    fn handle_cwnd_limited(&mut self) {
         self.stats.cwnd_limited += 1;
     }
 
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: u64,
-        pn: u64,
-        _app_limited: bool,
-        rtt: &RttEstimator,
-    ) {
-        self.handle_ack(now, sent, bytes, pn, rtt.get());
+    fn handle_mtu(&mut self, mtu: u16) {
+        self.mtu = mtu;
     }
 
-    fn on_end_acks(&mut self, now: Instant, _in_flight: u64, _app: bool, _largest: Option<u64>) {
-        self.poll_intervals(now);
-    }
-
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        _sent: Instant,
-        _persistent: bool,
-        _is_ecn: bool,
-        _lost_bytes: u64,
-        _largest_lost_pn: u64,
-    ) {
-        // Losses count in their MIs' loss rates; no window to cut.
-        self.poll_intervals(now);
-    }
-
-    fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, _now: Instant) {
-        self.monitors.on_lost(lost_bytes, pn);
-    }
-
-    fn on_mtu_update(&mut self, new_mtu: u16) {
-        self.mtu = new_mtu;
-    }
-
-    fn window(&self) -> u64 {
+    fn poll_window(&self) -> u64 {
         let srtt = self.smoothed_rtt.unwrap_or(INITIAL_RTT);
-        let bytes = 2.0 * self.peak.max(self.rate).bits_per_sec() as f64 / 8.0 * srtt.as_secs_f64();
-        (bytes as u64).max(10 * u64::from(self.mtu))
+        let rate = self.peak.max(self.rate).bits_per_sec() as f64 / 8.0;
+        ((2.0 * rate * srtt.as_secs_f64()) as u64).max(10 * u64::from(self.mtu))
     }
 
-    fn metrics(&self) -> ControllerMetrics {
-        let mut metrics = ControllerMetrics::default();
-        metrics.congestion_window = self.window();
-        metrics.pacing_rate = Some((self.rate.bits_per_sec() / 8).max(1));
-        metrics
-    }
-
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-
-    fn initial_window(&self) -> u64 {
-        self.window()
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    fn poll_pacing_rate(&self) -> Option<u64> {
+        Some(self.rate.bits_per_sec() / 8)
     }
 }
 
@@ -453,9 +404,9 @@ impl ControllerFactory for PccFactory {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         let index = self.built.fetch_add(1, Ordering::Relaxed);
         let rng = self.seed.rng(&format!("pcc/{index}"));
-        Box::new(
+        Box::new(Engine(
             Pcc::new(self.config.clone(), self.utility.clone(), rng, current_mtu)
                 .with_shared(self.stats.clone()),
-        )
+        ))
     }
 }
