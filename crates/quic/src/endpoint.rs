@@ -121,8 +121,11 @@ impl<A: App> Core<A> {
                 handle,
                 conn,
                 app,
+                record: ConnRecord {
+                    rtt: gauge.rtt().clone(),
+                    ..ConnRecord::default()
+                },
                 gauge,
-                record: ConnRecord::default(),
                 next_sample: self
                     .sample_interval
                     .map(|interval| first_tick(now, interval)),

@@ -158,7 +158,7 @@ mod timed;
 
 pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
-pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
+pub use bulk::{Action, BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use client::QuicClient;
 pub use clock::SimClock;
@@ -169,7 +169,7 @@ pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
     MediaReceiverStats, MediaSender, MediaSenderStats, MediaTransmission, MediaWireError,
 };
-pub use metrics::{ConnRecord, ConnStats, Sample};
+pub use metrics::{ConnRecord, ConnStats, DELIVERY_BIN, DeliveryLog, RttLog, Sample};
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;
 pub use rtc::{FrameRecord, RtcConfig, RtcReceiver, RtcReport, RtcSender, RtcSenderFactory};

@@ -1,8 +1,10 @@
 //! A transparent wrapper around a connection's congestion controller that
 //! tracks bytes in flight from the controller callbacks, because
-//! noq-proto's public API does not expose them.
+//! noq-proto's public API does not expose them, and records the RTT of
+//! every acknowledged packet (the time from its sending to the callback).
 
 use crate::controllers::SharedFactory;
+use crate::metrics::RttLog;
 use noq_proto::RttEstimator;
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use std::any::Any;
@@ -14,9 +16,13 @@ use std::time::{Duration, Instant};
 /// batch of ACKs (`on_end_acks`), raised by every packet sent and lowered by
 /// every packet declared lost in between.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct InFlightGauge(Arc<AtomicU64>);
+pub(crate) struct InFlightGauge(Arc<AtomicU64>, RttLog);
 
 impl InFlightGauge {
+    /// The connection's RTT samples.
+    pub(crate) fn rtt(&self) -> &RttLog {
+        &self.1
+    }
     pub(crate) fn bytes(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -39,11 +45,21 @@ impl InFlightGauge {
 pub(crate) struct ProbedFactory {
     inner: SharedFactory,
     gauge: InFlightGauge,
+    /// Keep the RTT samples of packets acknowledged in [from, until).
+    window: Option<(Instant, Instant)>,
 }
 
 impl ProbedFactory {
-    pub(crate) fn new(inner: SharedFactory, gauge: InFlightGauge) -> ProbedFactory {
-        ProbedFactory { inner, gauge }
+    pub(crate) fn new(
+        inner: SharedFactory,
+        gauge: InFlightGauge,
+        window: Option<(Instant, Instant)>,
+    ) -> ProbedFactory {
+        ProbedFactory {
+            inner,
+            gauge,
+            window,
+        }
     }
 }
 
@@ -52,6 +68,7 @@ impl ControllerFactory for ProbedFactory {
         Box::new(Probed {
             inner: self.inner.clone().build(now, current_mtu),
             gauge: self.gauge.clone(),
+            window: self.window,
         })
     }
 }
@@ -61,6 +78,7 @@ impl ControllerFactory for ProbedFactory {
 struct Probed {
     inner: Box<dyn Controller>,
     gauge: InFlightGauge,
+    window: Option<(Instant, Instant)>,
 }
 
 impl Controller for Probed {
@@ -86,6 +104,12 @@ impl Controller for Probed {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        let keep = self
+            .window
+            .is_some_and(|(from, until)| from <= now && now < until);
+        self.gauge
+            .rtt()
+            .record(now.saturating_duration_since(sent), keep);
         self.inner.on_ack(now, sent, bytes, pn, app_limited, rtt);
     }
 
@@ -154,6 +178,7 @@ impl Controller for Probed {
         Box::new(Probed {
             inner: self.inner.clone_box(),
             gauge: self.gauge.clone(),
+            window: self.window,
         })
     }
 
