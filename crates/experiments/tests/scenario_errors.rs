@@ -286,7 +286,12 @@ fn flows_parse_and_derive_addresses() {
     assert_eq!(flows[1].client.to_string(), "10.0.0.2:5000");
     assert_eq!(flows[1].server.to_string(), "10.0.1.2:4433");
     assert_eq!(flows[0].start, std::time::Duration::from_secs(1));
-    assert_eq!(flows[0].size, Some(2_000_000));
+    assert_eq!(
+        flows[0].amount,
+        Some(experiments::workloads::Amount::Size(
+            experiments::units::Bytes(2_000_000)
+        ))
+    );
 }
 
 #[test]
@@ -320,16 +325,24 @@ fn flows_are_checked_by_field() {
 }
 
 #[test]
-fn flows_need_two_hops_and_a_bulk_upload() {
+fn flows_need_two_hops_and_a_served_flow_a_bulk_upload() {
     let three = flows("", TWO_FLOWS).replace(
         "path = [\"near\", \"far\"]",
         "path = [\"near\", \"mid\", \"far\"]",
     ) + "[hops.mid]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n";
     assert_mentions(&error(&three), &["`path`", "two hops"]);
 
+    // Downloads compete (the video workload's flows are downloads), but a
+    // middle system serves uploads only.
     let download =
         flows("", TWO_FLOWS).replace("direction = \"upload\"", "direction = \"download\"");
-    assert_mentions(&error(&download), &["`workload`", "bulk upload"]);
+    ScenarioFile::parse(&download, PathBuf::from("ok.toml")).unwrap();
+    let served = flows(
+        "middle = \"split\"",
+        "[[flows]]\nname = \"A\"\nmiddle = true\n[[flows]]\nname = \"B\"\n",
+    )
+    .replace("direction = \"upload\"", "direction = \"download\"");
+    assert_mentions(&error(&served), &["flows[0].middle", "bulk uploads"]);
 
     let variant = format!(
         "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"far\"\n",

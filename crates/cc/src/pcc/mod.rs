@@ -150,6 +150,11 @@ pub struct Pcc {
     peak: Rate,
     smoothed_rtt: Option<Duration>,
     min_rtt: Option<Duration>,
+    /// The newest packet acknowledged in the current batch of ACKs: (send
+    /// time, number, RTT). Its RTT is the batch's sample (as QUIC takes RTT
+    /// samples from the largest newly acknowledged packet): the others
+    /// waited for the receiver's delayed ACK.
+    batch: Option<(Instant, u64, Duration)>,
     stats: PccStats,
     /// What of `stats` is in `shared` already.
     reported: PccStats,
@@ -178,6 +183,7 @@ impl Pcc {
             peak: INITIAL_RATE,
             smoothed_rtt: None,
             min_rtt: None,
+            batch: None,
             stats: PccStats::default(),
             reported: PccStats::default(),
             shared: Arc::default(),
@@ -324,17 +330,24 @@ impl CongestionEngine for Pcc {
         }
         self.min_rtt = Some(self.min_rtt.map_or(sample, |min| min.min(sample)));
         self.smoothed_rtt = Some(smoothed);
-        let admitted = if self.config.noise.ack_filter {
-            self.filter.on_ack_arrival(now);
-            self.filter.admit(sample)
-        } else {
-            true
-        };
-        self.monitors
-            .on_acked(sent, bytes, pn, admitted.then_some(sample));
+        self.monitors.on_acked(sent, bytes, pn);
+        if self.batch.is_none_or(|(newest, _, _)| sent >= newest) {
+            self.batch = Some((sent, pn, sample));
+        }
     }
 
     fn handle_end_acks(&mut self, now: Instant, _in_flight: u64, _app_limited: bool) {
+        if let Some((sent, pn, rtt)) = self.batch.take() {
+            let admitted = if self.config.noise.ack_filter {
+                self.filter.on_ack_arrival(now);
+                self.filter.admit(rtt)
+            } else {
+                true
+            };
+            if admitted {
+                self.monitors.on_rtt(sent, pn, rtt);
+            }
+        }
         self.poll_intervals(now);
     }
 

@@ -289,19 +289,25 @@ impl MonitorQueue {
         }
     }
 
-    /// An acknowledged packet: its number, send time, size and, if the
-    /// sample was admitted, its RTT.
-    pub fn on_acked(&mut self, sent: Instant, bytes: u64, pn: u64, rtt: Option<Duration>) {
-        let Some(mi) = self
+    /// An acknowledged packet: its number, send time and size.
+    pub fn on_acked(&mut self, sent: Instant, bytes: u64, pn: u64) {
+        if let Some(mi) = self
             .intervals
             .iter_mut()
             .find(|mi| mi.holds(pn) && mi.sent_within(sent) && mi.unaccounted() > 0)
-        else {
-            return;
-        };
-        mi.acked_packets += 1;
-        mi.acked_bytes += bytes;
-        if let Some(rtt) = rtt {
+        {
+            mi.acked_packets += 1;
+            mi.acked_bytes += bytes;
+        }
+    }
+
+    /// An admitted RTT sample of packet `pn`, sent at `sent`.
+    pub fn on_rtt(&mut self, sent: Instant, pn: u64, rtt: Duration) {
+        if let Some(mi) = self
+            .intervals
+            .iter_mut()
+            .find(|mi| mi.holds(pn) && mi.sent_within(sent))
+        {
             let at = (sent - mi.start).as_secs_f64();
             mi.rtt.add(at, rtt.as_secs_f64());
         }
@@ -394,7 +400,8 @@ mod tests {
         q.on_sent(ms(10), 1200, 10);
         let timeout = Duration::from_millis(100);
         for pn in 0..9 {
-            q.on_acked(ms(pn), 1200, pn, Some(Duration::from_millis(30 + pn)));
+            q.on_acked(ms(pn), 1200, pn);
+            q.on_rtt(ms(pn), pn, Duration::from_millis(30 + pn));
         }
         assert!(q.pop_complete(ms(40), timeout, 1200).is_none());
         q.on_lost(1200, 9);
@@ -424,12 +431,12 @@ mod tests {
         q.start(ms(50), 0, rate, true);
         q.on_sent(ms(50), 1200, 0);
         q.start(ms(100), 1, rate, true);
-        q.on_acked(ms(50), 1200, 0, None);
+        q.on_acked(ms(50), 1200, 0);
         assert!(
             q.pop_complete(ms(60), Duration::from_secs(1), 1200)
                 .is_none()
         );
-        q.on_acked(ms(0), 1200, 0, None);
+        q.on_acked(ms(0), 1200, 0);
         assert_eq!(
             q.pop_complete(ms(60), Duration::from_secs(1), 1200)
                 .unwrap()

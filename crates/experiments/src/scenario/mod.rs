@@ -26,13 +26,13 @@ pub use check::Check;
 pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
 pub use hop::{Buffer, Capacity, Hop};
-pub use raw::{AckFrequencySpec, LossDirection, Transport};
+pub use raw::{AckFrequencySpec, LossDirection, SwitchTo, Transport};
 pub use validate::{MAX_HOPS, MAX_TRIALS};
 
 use crate::figure::Plot;
-use crate::outcome::Mode;
+use crate::outcome::{Mode, Window};
 use crate::systems::{Middle, Topology};
-use crate::workloads::{TcpTransfer, Workload};
+use crate::workloads::{Amount, TcpTransfer, Workload};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -73,6 +73,11 @@ pub struct Scenario {
     pub traffic: Traffic,
     /// Figures to draw (empty: the workload's usual ones).
     pub plots: Vec<Plot>,
+    /// The window per-flow throughput and RTTs are measured over.
+    pub measure: Option<Window>,
+    /// QUIC's flow-control and send windows, bytes (`None`: sized from
+    /// the path).
+    pub transport_window: Option<u64>,
 }
 
 /// Who carries a scenario's traffic.
@@ -111,10 +116,17 @@ pub struct Flow {
     pub server_min_ack_delay: Option<Duration>,
     /// When the client starts.
     pub start: Duration,
-    /// Its own transfer size, replacing the workload's.
-    pub size: Option<u64>,
+    /// Its own amount (bulk), replacing the workload's.
+    pub amount: Option<Amount>,
     /// Whether the middle system serves it.
     pub served: bool,
+    /// Whether it is also run without the flows not so marked (its
+    /// throughput and RTT relative to alone).
+    pub alone: bool,
+    /// Its data sender's changes of utility, at their times.
+    pub switch: Vec<(Duration, cc::Utility)>,
+    /// Its own workload, replacing the scenario's.
+    pub workload: Option<Workload>,
 }
 
 impl Scenario {
@@ -143,6 +155,27 @@ impl Scenario {
     /// variants are compared on the same random draws where they coincide.
     pub fn trial_seed(&self, trial: u32) -> netsim::Seed {
         netsim::Seed::new(self.seed).derive(&format!("trial/{trial}"))
+    }
+
+    /// The bottleneck: a dumbbell's shared hop, or a chain's slowest hop
+    /// of constant rate.
+    pub fn bottleneck(&self) -> Option<&Hop> {
+        match &self.traffic {
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                ..
+            } => self.path.get(1),
+            _ => self
+                .path
+                .iter()
+                .filter(|hop| hop.rate().is_some())
+                .min_by_key(|hop| hop.rate().map(|rate| rate.bits_per_sec())),
+        }
+    }
+
+    /// The workload `flow` runs.
+    pub fn workload_of<'a>(&'a self, flow: &'a Flow) -> &'a Workload {
+        flow.workload.as_ref().unwrap_or(&self.workload)
     }
 
     /// The flows of our hosts (none with Linux TCP).

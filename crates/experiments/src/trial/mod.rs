@@ -92,12 +92,41 @@ impl Prepared {
         &self.hops
     }
 
-    /// Runs trial `trial` of variant `variant` in `mode`.
+    /// Runs trial `trial` of variant `variant` in `mode`; with flows
+    /// marked `alone`, runs them again without the others and reports
+    /// their throughput and RTT against that.
     pub fn run(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
+        let mut result = self.run_once(variant, trial, mode);
+        if let Some(baseline) = self.alone() {
+            let alone = baseline.run_once(variant, trial, mode);
+            add_alone(&self.scenario, &mut result, &alone);
+        }
+        result
+    }
+
+    fn run_once(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
         match mode {
             Mode::Simulator => sim::run(self, variant, trial),
             Mode::Real => real::run(self, variant, trial),
         }
+    }
+
+    /// The same trial with only the flows marked `alone`, if any are.
+    fn alone(&self) -> Option<Prepared> {
+        if !self.scenario.flows().iter().any(|flow| flow.alone) {
+            return None;
+        }
+        let mut scenario = self.scenario.clone();
+        if let Traffic::Hosts { flows, .. } = &mut scenario.traffic {
+            flows.retain(|flow| flow.alone);
+            for flow in flows.iter_mut() {
+                flow.alone = false;
+            }
+        }
+        Some(Prepared {
+            scenario,
+            hops: self.hops.clone(),
+        })
     }
 }
 
@@ -170,7 +199,7 @@ pub(crate) struct FlowMeta {
     pub addrs: (std::net::SocketAddr, std::net::SocketAddr),
     /// Whether the middle system serves it.
     pub served: bool,
-    /// The client controller's counters, if it keeps any.
+    /// The data sender's controller's counters, if it keeps any.
     pub counters: Option<Arc<dyn cc::ControllerCounters>>,
 }
 
@@ -203,8 +232,13 @@ pub(crate) fn collect(
             server,
             relayed,
             names: &flow.names,
+            measure: scenario.measure,
         };
-        outcomes.push(scenario.workload.kind().collect(&view, result));
+        let workload = scenario
+            .flows()
+            .get(index)
+            .map_or(&scenario.workload, |f| scenario.workload_of(f));
+        outcomes.push(workload.kind().collect(&view, result));
         for (name, value) in flow.counters.iter().flat_map(|c| c.counters()) {
             result.set(flow.names.metric(&name), value);
         }
@@ -217,6 +251,80 @@ pub(crate) fn collect(
         Topology::Chain => result.completed = outcomes.iter().all(|o| o.completed),
         Topology::Dumbbell => add_shares(flows, &outcomes, result),
     }
+    if scenario.measure.is_some() {
+        add_window_metrics(scenario, flows, result);
+    }
+}
+
+/// With a measurement window: Jain's index over the flows' throughputs
+/// in it (`jain_index_window`), their joint utilisation of the bottleneck
+/// (`utilization`), and each flow's 95th-percentile inflation ratio,
+/// (p95 RTT − base RTT) / (buffer / bottleneck rate), the paper's §6.1.1
+/// measure of buffer occupancy, with the flow's smallest RTT as its base
+/// (`inflation_p95`).
+fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut TrialResult) {
+    let metric = |result: &TrialResult, flow: &FlowMeta, name: &str| {
+        result.metrics.get(&flow.names.metric(name)).copied()
+    };
+    let throughputs: Option<Vec<f64>> = flows
+        .iter()
+        .map(|flow| metric(result, flow, "throughput_mbps"))
+        .collect();
+    let bottleneck = scenario.bottleneck();
+    let rate = bottleneck
+        .and_then(|hop| hop.rate())
+        .map(|r| r.bits_per_sec() as f64 / 1e6);
+    if let Some(throughputs) = throughputs {
+        if flows.len() > 1 {
+            result.set("jain_index_window", jain_index(throughputs.iter().copied()));
+        }
+        if let Some(rate) = rate {
+            result.set("utilization", throughputs.iter().sum::<f64>() / rate);
+        }
+    }
+    let drain_ms = match (bottleneck.and_then(|hop| hop.buffer_bytes()), rate) {
+        (Some(bytes), Some(mbps)) => bytes as f64 * 8.0 / (mbps * 1e6) * 1e3,
+        _ => return,
+    };
+    for flow in flows {
+        if let (Some(p95), Some(base)) = (
+            metric(result, flow, "rtt_p95_ms"),
+            metric(result, flow, "rtt_min_ms"),
+        ) {
+            result.set(flow.names.metric("inflation_p95"), (p95 - base) / drain_ms);
+        }
+    }
+}
+
+/// The metrics of the flows marked `alone` against their run alone:
+/// `throughput_mbps_alone`, `throughput_ratio` (the paper's primary
+/// throughput ratio), `rtt_p95_ms_alone` and `rtt_p95_ratio` (Figure 7),
+/// each with the flow's suffix.
+fn add_alone(scenario: &Scenario, result: &mut TrialResult, alone: &TrialResult) {
+    for (index, flow) in scenario.flows().iter().enumerate() {
+        let (true, Some(name)) = (flow.alone, &flow.name) else {
+            continue;
+        };
+        let names = FlowNames::named(index, name);
+        for (metric, ratio) in [
+            ("throughput_mbps", "throughput_ratio"),
+            ("rtt_p95_ms", "rtt_p95_ratio"),
+        ] {
+            let key = names.metric(metric);
+            let Some(&by_itself) = alone.metrics.get(&key) else {
+                continue;
+            };
+            result.set(names.metric(&format!("{metric}_alone")), by_itself);
+            if let Some(&with) = result.metrics.get(&key)
+                && by_itself > 0.0
+            {
+                result.set(names.metric(ratio), with / by_itself);
+            }
+        }
+    }
+    result
+        .errors
+        .extend(alone.errors.iter().map(|e| format!("alone: {e}")));
 }
 
 /// Competing flows: once every flow has its goodput, the total, each

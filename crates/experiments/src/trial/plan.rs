@@ -7,9 +7,10 @@ use super::{FlowMeta, Prepared};
 use crate::outcome::FlowNames;
 use crate::scenario::{Flow, Scenario};
 use crate::systems::{ServedFlow, Topology, TrialSetup};
-use crate::workloads::{FlowSetup, Hosts};
+use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
 use quic::{QuicConfig, SimClock};
+use std::time::Duration;
 
 /// One flow, built.
 pub(crate) struct FlowHosts {
@@ -32,7 +33,39 @@ pub(crate) fn base_quic(scenario: &Scenario, seed: Seed) -> QuicConfig {
     if let Some(interval) = scenario.sample_interval {
         quic = quic.with_sampling(interval);
     }
+    if let Some(window) = scenario.measure {
+        quic = quic.with_rtt_window(window.from, window.until);
+    }
+    if let Some(bytes) = transport_window(scenario) {
+        let receive = u32::try_from(bytes).unwrap_or(u32::MAX);
+        quic = quic.with_receive_window(receive).with_send_window(bytes);
+    }
     quic
+}
+
+/// noq-proto's stream receive window (1.25 MB) and send window (10 MB).
+const NOQ_WINDOWS: (u64, u64) = (1_250_000, 10_000_000);
+
+/// QUIC's flow-control and send windows: the scenario's or, on a path
+/// whose bandwidth-delay product alone would need more than noq-proto's
+/// stream window (1.25 MB, twice the BDP), twice what the path can hold
+/// (the BDP of its bottleneck plus the bottleneck's buffer), so that
+/// neither window limits a flow. `None` keeps noq-proto's defaults, which
+/// are enough for paths of smaller BDP unless their buffers hold over a
+/// megabyte (give `transport_window` then).
+fn transport_window(scenario: &Scenario) -> Option<u64> {
+    if let Some(bytes) = scenario.transport_window {
+        return Some(bytes);
+    }
+    let bottleneck = scenario.bottleneck()?;
+    let rate = bottleneck.rate()?.bits_per_sec();
+    let rtt = 2 * scenario.path.iter().map(|hop| hop.delay).sum::<Duration>();
+    let bdp = (rate as f64 / 8.0 * rtt.as_secs_f64()) as u64;
+    if 2 * bdp <= NOQ_WINDOWS.0 {
+        return None;
+    }
+    let needed = 2 * (bdp + bottleneck.buffer_bytes().unwrap_or(0));
+    Some(needed.max(NOQ_WINDOWS.1))
 }
 
 /// How flow `index` is named: a chain's one flow is unnamed.
@@ -49,29 +82,43 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     let seed = scenario.trial_seed(trial);
     let quic = base_quic(scenario, seed);
     let system = scenario.middle.system();
-    let workload = scenario.workload.kind();
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(index, flow);
         let served = flow.served;
+        let workload = scenario.workload_of(flow).kind();
+        let sender = workload.traits().data_sender;
         // What the system feeds the client's controller, if it reads it.
         let input = flow.client_controller.requires().map(|(input, _)| input);
         let signals = (served && input.is_some() && system.provides() == input)
             .then(sidekick::Signals::default);
+        // The handle the workload (or the flow's switches) drive, given to
+        // the data sender's controller.
+        let drives =
+            workload.provides() == Some(cc::Input::UtilityHandle) || !flow.switch.is_empty();
+        let utility = drives.then(|| cc::UtilityHandle::new(cc::Utility::Primary));
+        let (client_utility, server_utility) = match sender {
+            Side::Client => (utility.clone(), None),
+            Side::Server => (None, utility.clone()),
+        };
         let client_quic = endpoint(
             &quic,
             &flow.client_controller,
-            seed,
-            signals.clone(),
+            seed.derive(&names.label("controller/client")),
+            (signals.clone(), client_utility),
             flow.client_ack_frequency,
         );
         let server_quic = endpoint(
             &quic,
             &flow.server_controller,
-            seed,
-            None,
+            seed.derive(&names.label("controller/server")),
+            (None, server_utility),
             flow.server_ack_frequency,
         );
+        let counters = match sender {
+            Side::Client => client_quic.1,
+            Side::Server => server_quic.1,
+        };
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
             seed,
             client: flow.client,
@@ -79,7 +126,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client_quic: client_quic.0,
             server_quic: server_quic.0,
             server_min_ack_delay: flow.server_min_ack_delay,
-            size: flow.size,
+            amount: flow.amount,
+            start: flow.start,
+            utility,
+            switch: flow
+                .switch
+                .iter()
+                .map(|&(at, to)| (Time::ZERO + at, to))
+                .collect(),
         });
         let client = if served {
             system.wrap_client(client, seed, &names, signals)
@@ -94,20 +148,21 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 names,
                 addrs: (flow.client, flow.server),
                 served,
-                counters: client_quic.1,
+                counters,
             },
         });
     }
     built
 }
 
-/// An endpoint's QUIC configuration with its controller built, and the
-/// controller's counters.
+/// An endpoint's QUIC configuration with its controller built (with the
+/// sidekick's signals and the application's utility handle, where given),
+/// and the controller's counters.
 fn endpoint(
     quic: &QuicConfig,
     controller: &cc::Controller,
     seed: Seed,
-    sidekick: Option<sidekick::Signals>,
+    (sidekick, utility): (Option<sidekick::Signals>, Option<cc::UtilityHandle>),
     ack_frequency: Option<quic::AckFrequency>,
 ) -> (
     QuicConfig,
@@ -116,6 +171,7 @@ fn endpoint(
     let clock = SimClock::new();
     let mut context = cc::ControllerContext::new(seed, clock);
     context.sidekick = sidekick;
+    context.utility = utility;
     let built = controller.build(&context);
     let mut config = quic
         .clone()
