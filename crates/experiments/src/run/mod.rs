@@ -217,15 +217,20 @@ fn summarize(
         checks: Vec::new(),
     };
     // A run of some variants (`--only`) checks only what it can.
-    let ran = |name: &Option<String>| {
-        name.as_ref()
-            .is_none_or(|name| summary.variants.iter().any(|v| &v.name == name))
+    let ran = |name: &Option<String>, series: bool| {
+        name.as_ref().is_none_or(|name| {
+            summary.variants.iter().any(|v| {
+                &v.name == name || (series && v.sweep.as_ref().is_some_and(|p| &p.series == name))
+            })
+        })
     };
     let checks = file
         .checks
         .iter()
         .filter(|c| c.mode.is_none_or(|m| m == mode))
-        .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
+        .filter(|c| {
+            ran(&Some(c.variant.clone()), c.over_series()) && ran(&c.ratio_to, c.over_series())
+        })
         .map(|check| CheckResult::evaluate(check, &summary))
         .collect();
     Summary { checks, ..summary }

@@ -10,6 +10,12 @@
 //! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
 //! at_least = 3.0                   # and/or at_most
 //! ```
+//!
+//! Over a swept variant's points (its *series*): `across = "min"`,
+//! `"max"` or `"median"` bounds that statistic of the points' medians,
+//! and `crossing = 45` bounds the smallest swept value at which the median
+//! reaches 45 (no value if it never does); `variant` and `ratio_to` then
+//! name series.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,25 +41,58 @@ pub struct Check {
     /// Only evaluate in this mode (`simulator` or `real`; default both).
     #[serde(default)]
     pub mode: Option<crate::outcome::Mode>,
+    /// Read a statistic of a series' point medians instead of one
+    /// variant's median.
+    #[serde(default)]
+    pub across: Option<Across>,
+    /// Read the smallest swept value at which a series' median reaches
+    /// this.
+    #[serde(default)]
+    pub crossing: Option<f64>,
+}
+
+/// A statistic over a series' points.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Across {
+    /// The smallest median.
+    Min,
+    /// The largest.
+    Max,
+    /// The median of the medians.
+    Median,
 }
 
 impl Check {
-    /// What is wrong with this check against the file's variant names, if
-    /// anything: `(field, message)`.
-    pub fn problem(&self, variants: &[&str]) -> Option<(&'static str, String)> {
+    /// Whether `variant` and `ratio_to` name series (swept variants).
+    pub fn over_series(&self) -> bool {
+        self.across.is_some() || self.crossing.is_some()
+    }
+}
+
+impl Check {
+    /// What is wrong with this check against the file's variant and
+    /// series names, if anything: `(field, message)`.
+    pub fn problem(&self, variants: &[&str], series: &[&str]) -> Option<(&'static str, String)> {
         if self.at_least.is_none() && self.at_most.is_none() {
             return Some(("at_least", "give `at_least`, `at_most` or both".into()));
         }
-        let known = |name: &str| variants.contains(&name);
+        if self.across.is_some() && self.crossing.is_some() {
+            return Some(("crossing", "give `across` or `crossing`, not both".into()));
+        }
+        let names = if self.over_series() { series } else { variants };
+        let known = |name: &str| names.contains(&name);
+        let what = if self.over_series() {
+            "swept variant (series)"
+        } else {
+            "variant"
+        };
         if !known(&self.variant) {
-            return Some((
-                "variant",
-                format!("no variant is called {:?}", self.variant),
-            ));
+            return Some(("variant", format!("no {what} is called {:?}", self.variant)));
         }
         match &self.ratio_to {
             Some(other) if !known(other) => {
-                Some(("ratio_to", format!("no variant is called {other:?}")))
+                Some(("ratio_to", format!("no {what} is called {other:?}")))
             }
             _ => None,
         }

@@ -20,13 +20,15 @@ mod error;
 mod file;
 mod hop;
 mod raw;
+mod sweep;
 mod validate;
 
-pub use check::Check;
+pub use check::{Across, Check};
 pub use error::ScenarioError;
-pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
+pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, Variant};
 pub use hop::{Buffer, Capacity, Hop};
 pub use raw::{AckFrequencySpec, LossDirection, SwitchTo, Transport};
+pub use sweep::SweepPoint;
 pub use validate::{MAX_HOPS, MAX_TRIALS};
 
 use crate::figure::Plot;
