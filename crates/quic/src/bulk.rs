@@ -40,7 +40,7 @@ const HEADER_LEN: usize = 9;
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
 /// Writes up to `remaining` zero bytes; returns how many were taken.
-fn write_zeros(session: &mut Session<'_>, stream: StreamId, remaining: u64) -> u64 {
+pub(crate) fn write_zeros(session: &mut Session<'_>, stream: StreamId, remaining: u64) -> u64 {
     let mut written = 0;
     while written < remaining {
         let len = (remaining - written).min(ZEROS.len() as u64) as usize;

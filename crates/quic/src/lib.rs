@@ -103,7 +103,9 @@
 //!   request/response exchanges, sequential or Poisson, one stream each,
 //!   flow completion times in a [`ShortFlowsReport`]). Applications that
 //!   keep time of their own ([`AppTimer`]) run inside the [`Timed`] host
-//!   wrapper. Video is to come.
+//!   wrapper. Video ([`VideoClient`] / [`VideoServerFactory`], Proteus
+//!   §6.3): DASH-like chunks with a BOLA-BASIC client and the Proteus-H
+//!   threshold policy, the thresholds handed to a hook on the server.
 //!
 //! # Example
 //!
@@ -155,6 +157,7 @@ mod setup;
 mod short_flows;
 mod split_proxy;
 mod timed;
+mod video;
 
 pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
@@ -181,6 +184,10 @@ pub use short_flows::{
 };
 pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
 pub use timed::{AppTimer, AppTimerHost, Timed};
+pub use video::{
+    ChunkRecord, Threshold, ThresholdHook, VideoClient, VideoConfig, VideoReport, VideoServer,
+    VideoServerFactory,
+};
 
 /// The congestion-control interface of the QUIC state machine, for crates
 /// that bring their own controllers, and noq-proto's own controllers'

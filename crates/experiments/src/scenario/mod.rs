@@ -129,6 +129,8 @@ pub struct Flow {
     pub switch: Vec<(Duration, cc::Utility)>,
     /// Its own workload, replacing the scenario's.
     pub workload: Option<Workload>,
+    /// The `[[flows]]` entry it was expanded from by a `count`, if any.
+    pub group: Option<String>,
 }
 
 impl Scenario {
@@ -194,13 +196,35 @@ impl Scenario {
             Traffic::Hosts {
                 topology: Topology::Dumbbell,
                 flows,
-            } => {
-                // Competing flows: the total, each flow's share, the fairness.
+            } if flows
+                .iter()
+                .all(|f| matches!(self.workload_of(f), Workload::Bulk(_))) =>
+            {
+                // Competing bulk flows: the total, each flow's share, the
+                // fairness.
                 let mut names = vec!["goodput_mbps".to_string()];
                 for name in flows.iter().filter_map(|flow| flow.name.as_deref()) {
                     names.push(format!("share_{}", crate::outcome::slug(name)));
                 }
                 names.push("jain_index".to_string());
+                names
+            }
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                flows,
+            } => {
+                // Other competing flows: their workloads' metrics per flow,
+                // or per group of flows.
+                let mut names = Vec::new();
+                for flow in flows {
+                    let who = flow.group.as_deref().or(flow.name.as_deref()).unwrap_or("");
+                    for metric in self.workload_of(flow).kind().headline() {
+                        let name = format!("{metric}_{}", crate::outcome::slug(who));
+                        if !names.contains(&name) {
+                            names.push(name);
+                        }
+                    }
+                }
                 names
             }
             _ => self

@@ -294,6 +294,7 @@ impl RawScenario {
             alone: false,
             switch: Vec::new(),
             workload: None,
+            group: None,
         })
     }
 
@@ -553,6 +554,7 @@ impl RawScenario {
             alone: raw.alone,
             switch,
             workload: raw.workload.clone(),
+            group: raw.count.map(|_| raw.name.clone()),
         })
     }
 }

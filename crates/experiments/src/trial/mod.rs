@@ -201,6 +201,8 @@ pub(crate) struct FlowMeta {
     pub served: bool,
     /// The data sender's controller's counters, if it keeps any.
     pub counters: Option<Arc<dyn cc::ControllerCounters>>,
+    /// The `[[flows]]` entry it was expanded from by a `count`, if any.
+    pub group: Option<String>,
 }
 
 /// Reads the system's, the workload's and the controllers' results out of
@@ -253,6 +255,45 @@ pub(crate) fn collect(
     }
     if scenario.measure.is_some() {
         add_window_metrics(scenario, flows, result);
+    }
+    add_group_means(flows, result);
+}
+
+/// For the flows of one `[[flows]]` entry with a `count`, the mean of
+/// each metric they all have, named after the entry (`bitrate_mbps_1080p`
+/// for the flows `1080p 1` … `1080p 3`).
+fn add_group_means(flows: &[FlowMeta], result: &mut TrialResult) {
+    let mut groups: Vec<(&str, Vec<&FlowMeta>)> = Vec::new();
+    for flow in flows {
+        let Some(group) = flow.group.as_deref() else {
+            continue;
+        };
+        match groups.iter_mut().find(|(name, _)| *name == group) {
+            Some((_, members)) => members.push(flow),
+            None => groups.push((group, vec![flow])),
+        }
+    }
+    for (group, members) in groups {
+        let Some(first) = members.first() else {
+            continue;
+        };
+        let bases: Vec<String> = result
+            .metrics
+            .keys()
+            .filter_map(|key| key.strip_suffix(&first.names.suffix))
+            .map(str::to_string)
+            .collect();
+        let suffix = format!("_{}", crate::outcome::slug(group));
+        for base in bases {
+            let values: Option<Vec<f64>> = members
+                .iter()
+                .map(|m| result.metrics.get(&m.names.metric(&base)).copied())
+                .collect();
+            if let Some(values) = values {
+                let mean = values.iter().sum::<f64>() / values.len() as f64;
+                result.set(format!("{base}{suffix}"), mean);
+            }
+        }
     }
 }
 
@@ -334,11 +375,11 @@ fn add_shares(
     outcomes: &[crate::workloads::FlowOutcome],
     result: &mut TrialResult,
 ) {
+    result.completed = outcomes.len() == flows.len() && outcomes.iter().all(|o| o.completed);
     let goodputs: Option<Vec<f64>> = outcomes.iter().map(|o| o.goodput_mbps).collect();
     let Some(goodputs) = goodputs.filter(|g| g.len() == flows.len()) else {
         return;
     };
-    result.completed = true;
     let total: f64 = goodputs.iter().sum();
     result.set("goodput_mbps", total);
     for (flow, goodput) in flows.iter().zip(&goodputs) {

@@ -149,6 +149,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 addrs: (flow.client, flow.server),
                 served,
                 counters,
+                group: flow.group.clone(),
             },
         });
     }

@@ -12,11 +12,13 @@ mod bulk;
 mod media;
 mod rtc;
 mod short_flows;
+mod video;
 
 pub use bulk::{Amount, Bulk, BulkDirection, TcpTransfer};
 pub use media::Media;
 pub use rtc::Rtc;
 pub use short_flows::{Arrivals, ShortFlows};
+pub use video::Video;
 
 use crate::figure::Plot;
 use crate::outcome::{FlowNames, TrialResult};
@@ -39,6 +41,9 @@ pub enum Workload {
     Rtc(Rtc),
     /// Requests and responses on fresh streams: flow completion times.
     ShortFlows(ShortFlows),
+    /// DASH-like video from the server (Proteus §6.3): bitrate and
+    /// rebuffering.
+    Video(Video),
 }
 
 impl Workload {
@@ -49,6 +54,7 @@ impl Workload {
             Workload::Media(media) => media,
             Workload::Rtc(rtc) => rtc,
             Workload::ShortFlows(flows) => flows,
+            Workload::Video(video) => video,
         }
     }
 
