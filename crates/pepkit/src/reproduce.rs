@@ -77,6 +77,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
                 only: None,
                 variants: quick.map(|q| q.variants.clone()).unwrap_or_default(),
                 mode,
+                shard: None,
             };
             let (dir, link) = match mode {
                 Mode::Simulator => (out.join(&stem), stem.clone()),
