@@ -32,7 +32,8 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only the variants whose names contain this text.
     pub only: Option<String>,
-    /// Run only these variants, by name (default: all).
+    /// Run only these variants (or swept variants, all their points), by
+    /// name (default: all).
     pub variants: Vec<String>,
     /// In the simulator (default) or on real testbeds (network namespaces;
     /// needs root).
@@ -96,7 +97,12 @@ pub(crate) fn prepare<'a>(
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
-        let named = options.variants.is_empty() || options.variants.contains(&variant.name);
+        // A name in `variants` is a variant's, or a swept variant's (all of
+        // its points).
+        let series = variant.sweep.as_ref().map(|point| &point.series);
+        let named = options.variants.is_empty()
+            || options.variants.contains(&variant.name)
+            || series.is_some_and(|series| options.variants.contains(series));
         let matches = options
             .only
             .as_ref()

@@ -56,7 +56,8 @@ pub struct Quick {
     /// Trials per variant (default 1).
     #[serde(default = "one_trial")]
     pub trials: u32,
-    /// Only these variants, by name (default: all).
+    /// Only these variants, by name (a swept variant's name: all its
+    /// points; default: all).
     #[serde(default)]
     pub variants: Vec<String>,
     /// Also run them in real mode (default false).
@@ -158,7 +159,7 @@ impl ScenarioFile {
             .collect::<Result<_, _>>()?;
         let quick = match quick {
             None => None,
-            Some(value) => Some(parse_quick(&path, value, &names)?),
+            Some(value) => Some(parse_quick(&path, value, &[&names[..], &series[..]].concat())?),
         };
         Ok(ScenarioFile {
             path,

@@ -28,6 +28,8 @@ pub enum Amount {
     Size(Bytes),
     /// As many as it can in this long from its start (positive).
     Duration(Span),
+    /// As many as it can until this time of the trial.
+    Until(Span),
 }
 
 #[derive(Deserialize)]
@@ -38,16 +40,19 @@ struct RawBulk {
     size: Option<Bytes>,
     #[serde(default)]
     duration: Option<Span>,
+    #[serde(default)]
+    until: Option<Span>,
 }
 
 impl TryFrom<RawBulk> for Bulk {
     type Error = String;
 
     fn try_from(raw: RawBulk) -> Result<Bulk, String> {
-        let amount = match (raw.size, raw.duration) {
-            (Some(size), None) => Amount::Size(size),
-            (None, Some(duration)) => Amount::Duration(duration),
-            _ => return Err("give one of `size` or `duration`".into()),
+        let amount = match (raw.size, raw.duration, raw.until) {
+            (Some(size), None, None) => Amount::Size(size),
+            (None, Some(duration), None) => Amount::Duration(duration),
+            (None, None, Some(until)) => Amount::Until(until),
+            _ => return Err("give one of `size`, `duration` or `until`".into()),
         };
         amount.check()?;
         Ok(Bulk {
@@ -62,8 +67,10 @@ impl Amount {
     pub(crate) fn check(self) -> Result<(), String> {
         match self {
             Amount::Size(Bytes(0)) => Err("`size` must be positive".into()),
-            Amount::Duration(Span(d)) if d.is_zero() => Err("`duration` must be positive".into()),
-            Amount::Size(_) | Amount::Duration(_) => Ok(()),
+            Amount::Duration(Span(d)) | Amount::Until(Span(d)) if d.is_zero() => {
+                Err("`duration` and `until` must be positive".into())
+            }
+            Amount::Size(_) | Amount::Duration(_) | Amount::Until(_) => Ok(()),
         }
     }
 }
@@ -105,6 +112,7 @@ impl WorkloadKind for Bulk {
             Amount::Duration(span) => {
                 BulkClient::until(direction, netsim::Time::ZERO + setup.start + span.0)
             }
+            Amount::Until(span) => BulkClient::until(direction, netsim::Time::ZERO + span.0),
         };
         if let Some(handle) = &setup.utility {
             for &(at, utility) in &setup.switch {
