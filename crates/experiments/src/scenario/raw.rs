@@ -191,6 +191,8 @@ pub(crate) enum RawBuffer {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFlow {
     pub name: String,
+    /// The data sender's controller: the client's, or the server's when
+    /// the flow's workload sends from the server (default: the scenario's).
     #[serde(default, deserialize_with = "crate::shorthand::tagged_option")]
     pub controller: Option<cc::Controller>,
     /// The scenario's middle system serves this flow.

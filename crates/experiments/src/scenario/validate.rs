@@ -376,6 +376,16 @@ impl RawScenario {
             flow.name = Some(name);
             flow.start = start;
             flow.server_controller = server_controller.clone();
+            // A flow's `controller` is its data sender's: the server's
+            // when the flow's workload sends from the server (a download,
+            // a video).
+            let workload = raw.workload.as_ref().unwrap_or(&self.workload);
+            if workload.traits().data_sender == Side::Server
+                && let Some(controller) = &raw.controller
+            {
+                flow.server_controller = controller.clone();
+                flow.client_controller = default_controller.clone();
+            }
             self.check_flow(raw_index, &flow)?;
             flows.push(flow);
         }
@@ -490,7 +500,14 @@ impl RawScenario {
                     format!("{why}; give the flow middle = true to have it served"),
                 )
             })?;
-        self.check_requires(&flow.server_controller, "server.controller", &server)
+        let server_field = if traits.data_sender == Side::Server
+            && self.flows[raw_index].controller.is_some()
+        {
+            field("controller")
+        } else {
+            "server.controller".to_string()
+        };
+        self.check_requires(&flow.server_controller, &server_field, &server)
     }
 
     /// Flow `index` of the expanded `[[flows]]`, from entry `raw_index`.
