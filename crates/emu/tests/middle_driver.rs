@@ -214,7 +214,7 @@ fn wire_ttls(socket: &PacketSocket) -> io::Result<Vec<u8>> {
     let mut ttls = Vec::new();
     while socket.recv_batch(&mut batch)? > 0 {
         for (frame, _) in batch.frames() {
-            if let Ok(emu::frame::Frame::Udp(udp)) = emu::frame::parse_frame(frame)
+            if let Ok(emu::driver::frame::Frame::Udp(udp)) = emu::driver::frame::parse_frame(frame)
                 && udp.dst.port() == PLAIN
             {
                 ttls.push(udp.ttl);
@@ -226,7 +226,7 @@ fn wire_ttls(socket: &PacketSocket) -> io::Result<Vec<u8>> {
 
 fn forwarding(testbed: &Testbed) -> String {
     let middle = testbed.middle(0).unwrap();
-    emu::command::in_netns(
+    emu::sys::command::in_netns(
         &middle.netns,
         "sysctl",
         &["-n", "net.ipv4.conf.eth0.forwarding"],

@@ -242,7 +242,7 @@ fn the_capacity_measurement_runs_and_cleans_up() {
     if !emu::require_real_or_skip("the_capacity_measurement_runs_and_cleans_up") {
         return;
     }
-    use emu::proxy_capacity::{CapacityConfig, run};
+    use emu::bench::proxy_capacity::{CapacityConfig, run};
     let config = CapacityConfig {
         flows: 8,
         interval_packets: 8,
@@ -267,7 +267,7 @@ fn the_capacity_measurement_runs_and_cleans_up() {
     );
     assert!(report.ratio > 0.0);
     // Its namespaces are gone.
-    let left = emu::command::ip(&["netns", "list"]).unwrap();
+    let left = emu::sys::command::ip(&["netns", "list"]).unwrap();
     let prefix = format!("pk-{}-cap", std::process::id());
     assert!(!left.contains(&prefix), "{left}");
 }

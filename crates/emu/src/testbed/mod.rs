@@ -23,11 +23,11 @@
 //! them (and the relay stops first); [`sweep_stale`] removes those of
 //! processes that died without cleaning up.
 
-use crate::clock::RealClock;
-use crate::command::{self, CommandError, in_netns, ip};
+use crate::RealClock;
 use crate::driver::{DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleRun, Placement, Routes};
-use crate::host_driver::{HostDriver, HostRun, RunUntil};
-use crate::relay::{Relay, RelayError, RelayHop, RelayReport};
+use crate::driver::{HostDriver, HostRun, RunUntil};
+use crate::link::{Relay, RelayError, RelayHop, RelayReport};
+use crate::sys::command::{self, CommandError, in_netns, ip};
 use netsim::{HopConfig, Host, Middlebox, Seed, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;

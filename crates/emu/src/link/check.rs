@@ -13,8 +13,8 @@
 //!    100-packet drop-tail buffer, no loss; the delivered IP bytes per
 //!    second over the saturated part of the run is the measured rate.
 
-use crate::clock::RealClock;
-use crate::host_driver::RunUntil;
+use crate::RealClock;
+use crate::driver::RunUntil;
 use crate::testbed::{HostRunSpec, Testbed, TestbedError, TestbedSpec};
 use netsim::testing::{CbrSource, Sink};
 use netsim::{BufferLimit, HopConfig, LinkConfig, LossModel, Probability, Rate, Seed};
@@ -112,7 +112,7 @@ pub struct LinkCheckReport {
     /// The comparisons: rate, p99 added delay, loss.
     pub comparisons: Vec<Comparison>,
     /// How late the relay sent frames in the delay phase.
-    pub lateness: crate::relay::Lateness,
+    pub lateness: crate::link::Lateness,
 }
 
 impl LinkCheckReport {
@@ -131,7 +131,7 @@ fn stream(
     seed: u64,
     source: impl FnOnce(SocketAddr, SocketAddr) -> CbrSource,
     limit: Duration,
-) -> Result<(Sink, crate::relay::RelayReport), TestbedError> {
+) -> Result<(Sink, crate::link::RelayReport), TestbedError> {
     let clock = RealClock::start();
     let spec = TestbedSpec {
         client: CLIENT,

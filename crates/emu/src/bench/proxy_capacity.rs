@@ -25,11 +25,11 @@
 //! `pk-<pid>-cap<n>-…`, so [`crate::sweep_stale`] finds them after a
 //! crash); they are removed when the run ends, on error too.
 
-use crate::command::{CommandError, in_netns, ip};
-use crate::frame::write_ipv4_udp_packet;
+use crate::driver::frame::write_ipv4_udp_packet;
 use crate::sidekick_daemon::{
     DaemonError, DaemonStats, MAX_SLEEP, SidekickDaemon, SidekickDaemonConfig,
 };
+use crate::sys::command::{CommandError, in_netns, ip};
 use crate::sys::{PacketSocket, enter_netns, thread_cpu_time};
 use netsim::Datagram;
 use serde::Serialize;

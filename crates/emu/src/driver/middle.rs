@@ -1,75 +1,15 @@
-//! The real-time driver of a [`netsim::Middlebox`]: any middle-node engine
-//! (the Sidekick proxy, PEMI, a PEP, a test impairment) on a real node's
-//! interfaces, in process, on a thread that has entered the node's network
-//! namespace — driven as the simulator drives it, and handed back when it
-//! stops, so a trial reads its counters from the engine object itself.
-//!
-//! # Two placements
-//!
-//! **In path** ([`Placement::InPath`]): the driver *is* the node's
-//! forwarding plane. The kernel's forwarding is off on the driver's
-//! interfaces while it runs (`net.ipv4.conf.<if>.forwarding = 0`, restored
-//! when the driver drops). The driver receives every frame arriving on each
-//! interface with an `AF_PACKET` socket (inbound only), parses IPv4/UDP
-//! ([`crate::frame`]), decrements the TTL as the simulator does (a datagram
-//! whose TTL runs out is dropped and counted) and hands the datagram to the
-//! engine with the interface it arrived on (`Interface(i)`: the node's
-//! `i`-th interface, 0 facing the client as on a simulator chain). What the
-//! engine transmits leaves at its [`Transmit::at`] — held in a
-//! time-ordered queue until then — out of [`netsim::Route::Interface`], or
-//! by destination through the caller's [`Routes`], as an Ethernet frame
-//! built here (valid IPv4 and UDP checksums; our MAC as source, the
-//! neighbour's as destination), sent with `sendmmsg` on the outgoing
-//! interface's packet socket. Frames that are not IPv4/UDP (ARP, ICMP,
-//! TCP, IPv6, fragments, malformed) are passed through at once and
-//! unchanged but for their Ethernet addresses: IPv4 by the routing table,
-//! anything else out of every other interface (a
-//! middlebox forwards what it does not understand). IPv4 packets for the
-//! node's own addresses that are not UDP are the kernel's alone.
-//!
-//! **Beside the path** ([`Placement::Beside`]): the kernel forwards; the
-//! driver sniffs copies of the frames arriving on the chosen interfaces and
-//! hands their UDP datagrams to the engine, which must not forward them
-//! (e.g. `sidekick::ProxyConfig::forward` off): everything it emits is its
-//! own, sent from the bound socket of its source address if that is one of
-//! [`MiddleNodeSpec::local`], else from a raw IPv4 socket (the source may
-//! be spoofed). This is what the Sidekick proxy daemon does.
-//!
-//! # The node's own addresses
-//!
-//! A middlebox sees everything that reaches its node, as in the simulator,
-//! datagrams to the node's own addresses included (the Sidekick proxy's
-//! control address). The driver binds a UDP socket on every socket address
-//! of [`MiddleNodeSpec::local`] ("engine-owned"): the kernel then delivers
-//! those datagrams to a socket instead of answering them with ICMP port
-//! unreachable. In path the engine gets the `AF_PACKET` copy and the
-//! socket's copy is drained and discarded; beside the path the engine gets
-//! the socket's copy (the datagram came through the kernel's input path)
-//! and the sniffed one is skipped. Datagrams to other ports of the node's
-//! addresses reach the engine in path too, and the kernel answers them as
-//! any host would.
-//!
-//! # The loop
-//!
-//! The simulator's calling convention: after each input (a datagram, a due
-//! timer) the driver drains `poll_transmit`, then reads `poll_timeout` and
-//! sleeps in `ppoll` until the engine's next timer, the next held datagram
-//! or a readable socket, at most the `max_sleep` given to
-//! [`MiddleDriver::turn`] so that a stop flag is seen. Reads per turn are
-//! bounded (batches of [`BATCH`] frames with `recvmmsg`). Nothing a peer
-//! sends stops the driver: what does not parse, cannot be sent or has no
-//! route is counted in [`MiddleStats`].
+//! The middlebox driver ([`MiddleDriver`]): a [`netsim::Middlebox`] on a
+//! node's interfaces, its loop and the engine's held datagrams; the
+//! placements' own work is in [`super::in_path`] and [`super::beside`].
+//! The module docs of [`crate::driver`] describe it.
 
-mod beside;
-mod in_path;
-
-use crate::clock::RealClock;
-use crate::frame::{Frame, UdpPacket, parse_frame};
-use crate::relay::Lateness;
+use super::beside::Beside;
+use super::frame::{Frame, UdpPacket, parse_frame};
+use super::in_path::{InPath, RouteTable};
+use crate::RealClock;
+use crate::link::Lateness;
 use crate::sys::{PacketSocket, PollFd, RecvBatch, poll};
-use beside::Beside;
 use bytes::Bytes;
-use in_path::{InPath, RouteTable};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -252,15 +192,15 @@ pub enum DriverError {
 }
 
 /// A packet socket and the interface it is on.
-pub(crate) struct Port {
-    socket: PacketSocket,
-    iface: usize,
+pub(super) struct Port {
+    pub(super) socket: PacketSocket,
+    pub(super) iface: usize,
 }
 
 /// A bound UDP socket on one of the engine's addresses.
-pub(crate) struct LocalSocket {
-    addr: SocketAddrV4,
-    socket: UdpSocket,
+pub(super) struct LocalSocket {
+    pub(super) addr: SocketAddrV4,
+    pub(super) socket: UdpSocket,
 }
 
 /// The placement's own state.
@@ -387,11 +327,11 @@ impl<M: Middlebox> MiddleDriver<M> {
         })
     }
 
-    /// Runs until `stop` is set (or Ctrl-C, [`crate::interrupt`]), then
+    /// Runs until `stop` is set (or Ctrl-C, [`crate::sys::interrupt`]), then
     /// hands the engine back with the counters.
     pub fn run(mut self, stop: &AtomicBool) -> MiddleRun<M> {
         let mut error = None;
-        while !stop.load(Ordering::Relaxed) && !crate::interrupt::requested() {
+        while !stop.load(Ordering::Relaxed) && !crate::sys::interrupt::requested() {
             if let Err(e) = self.turn(MAX_SLEEP) {
                 error = Some(e);
                 break;

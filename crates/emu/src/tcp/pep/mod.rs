@@ -28,8 +28,8 @@
 //! direction for the same reason; 64 KiB takes 8× fewer system calls for the
 //! same bytes, and 1024 connections cost at most 128 MiB of relay buffers.
 
-use crate::command::{self, CommandError};
-use crate::tcp_bulk::{CongestionError, is_timeout, is_transient_accept_error, set_congestion};
+use crate::sys::command::{self, CommandError};
+use crate::tcp::bulk::{CongestionError, is_timeout, is_transient_accept_error, set_congestion};
 use serde::Serialize;
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use std::io::{self, ErrorKind, Read, Write};
@@ -823,7 +823,7 @@ mod tests {
         assert!(matches!(TcpPep::new(config), Err(PepError::Config(_))));
     }
 
-    use crate::tcp_bulk::{BulkDirection, TcpBulkServer, TcpBulkServerConfig, encode_header};
+    use crate::tcp::bulk::{BulkDirection, TcpBulkServer, TcpBulkServerConfig, encode_header};
     use std::net::TcpListener;
 
     /// Whether this process may set `IP_TRANSPARENT` (root).
