@@ -29,7 +29,8 @@
 //! same bytes, and 1024 connections cost at most 128 MiB of relay buffers.
 
 use crate::sys::command::{self, CommandError};
-use crate::tcp::bulk::{CongestionError, is_timeout, is_transient_accept_error, set_congestion};
+use crate::tcp::congestion::{CongestionError, set_congestion};
+use crate::tcp::{is_timeout, is_transient_accept_error};
 use serde::Serialize;
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use std::io::{self, ErrorKind, Read, Write};
