@@ -109,54 +109,11 @@ pub struct TcpBulkClient;
 impl TcpBulkClient {
     /// Connects, transfers and reports, within `config.timeout`.
     pub fn run(config: &TcpBulkClientConfig) -> Result<TcpBulkReport, TcpBulkError> {
-        let socket = Socket::new(
-            Domain::for_address(config.server),
-            Type::STREAM,
-            Some(Protocol::TCP),
-        )
-        .map_err(io_err("creating a TCP socket"))?;
-        set_congestion(SockRef::from(&socket), &config.congestion)?;
-        if let Some(size) = config.send_buffer {
-            socket
-                .set_send_buffer_size(size)
-                .map_err(io_err("setting SO_SNDBUF"))?;
-        }
-        if let Some(size) = config.recv_buffer {
-            socket
-                .set_recv_buffer_size(size)
-                .map_err(io_err("setting SO_RCVBUF"))?;
-        }
-        if let Some(bind) = config.bind {
-            socket
-                .set_reuse_address(true)
-                .map_err(io_err("setting SO_REUSEADDR"))?;
-            socket
-                .bind(&SockAddr::from(bind))
-                .map_err(io_err(format!("binding {bind}")))?;
-        }
-
+        let socket = open_socket(config)?;
         let start = Instant::now();
         let deadline = Deadline::new(start, config.timeout);
-        let addr = config.server;
-        let connect_timeout = config.connect_timeout.min(config.timeout);
-        if connect_timeout.is_zero() {
-            return Err(TcpBulkError::ConnectTimeout {
-                addr,
-                timeout: connect_timeout,
-            });
-        }
-        socket
-            .connect_timeout(&SockAddr::from(addr), connect_timeout)
-            .map_err(|source| match source.kind() {
-                ErrorKind::ConnectionRefused => TcpBulkError::ConnectRefused { addr },
-                ErrorKind::WouldBlock | ErrorKind::TimedOut => TcpBulkError::ConnectTimeout {
-                    addr,
-                    timeout: connect_timeout,
-                },
-                _ => TcpBulkError::Connect { addr, source },
-            })?;
+        let stream = connect(socket, config)?;
         let connected = Instant::now();
-        let stream = TcpStream::from(socket);
         let congestion = congestion_in_use(SockRef::from(&stream))
             .map_err(io_err("reading TCP_CONGESTION back"))?;
         let local = stream
@@ -169,46 +126,8 @@ impl TcpBulkClient {
             "sending the request header",
         )?;
         let (bytes, end) = match config.direction {
-            BulkDirection::Upload => {
-                let sent = deadline.write_zeros(&stream, config.bytes, "uploading")?;
-                stream
-                    .shutdown(Shutdown::Write)
-                    .map_err(io_err("shutting down the write side after the upload"))?;
-                let what = "waiting for the server's reply to the upload";
-                let reply = deadline.read_to_end(&stream, what)?;
-                match (reply.bytes, reply.first) {
-                    (1, Some(1)) => {}
-                    (1, _) => {
-                        return Err(TcpBulkError::ServerIncomplete {
-                            expected: config.bytes,
-                        });
-                    }
-                    (0, _) => {
-                        return Err(TcpBulkError::ShortTransfer {
-                            what: what.to_owned(),
-                            expected: 1,
-                            got: 0,
-                        });
-                    }
-                    (n, _) => {
-                        return Err(TcpBulkError::Protocol(format!(
-                            "the server replied to the upload with {n} bytes instead of one"
-                        )));
-                    }
-                }
-                (sent, reply.last_at.unwrap_or_else(Instant::now))
-            }
-            BulkDirection::Download => {
-                let got = deadline.read_to_end(&stream, "downloading")?;
-                if got.bytes != config.bytes {
-                    return Err(TcpBulkError::ShortTransfer {
-                        what: "downloading".to_owned(),
-                        expected: config.bytes,
-                        got: got.bytes,
-                    });
-                }
-                (got.bytes, got.last_at.unwrap_or(connected))
-            }
+            BulkDirection::Upload => upload(&deadline, &stream, config.bytes)?,
+            BulkDirection::Download => download(&deadline, &stream, config.bytes, connected)?,
         };
         Ok(TcpBulkReport {
             direction: config.direction,
@@ -218,9 +137,117 @@ impl TcpBulkClient {
             end,
             congestion,
             local,
-            peer: addr,
+            peer: config.server,
         })
     }
+}
+
+/// The client's socket, not yet connected: its congestion controller, its
+/// buffers and its local address set as `config` says.
+fn open_socket(config: &TcpBulkClientConfig) -> Result<Socket, TcpBulkError> {
+    let socket = Socket::new(
+        Domain::for_address(config.server),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(io_err("creating a TCP socket"))?;
+    set_congestion(SockRef::from(&socket), &config.congestion)?;
+    if let Some(size) = config.send_buffer {
+        socket
+            .set_send_buffer_size(size)
+            .map_err(io_err("setting SO_SNDBUF"))?;
+    }
+    if let Some(size) = config.recv_buffer {
+        socket
+            .set_recv_buffer_size(size)
+            .map_err(io_err("setting SO_RCVBUF"))?;
+    }
+    if let Some(bind) = config.bind {
+        socket
+            .set_reuse_address(true)
+            .map_err(io_err("setting SO_REUSEADDR"))?;
+        socket
+            .bind(&SockAddr::from(bind))
+            .map_err(io_err(format!("binding {bind}")))?;
+    }
+    Ok(socket)
+}
+
+/// Connects `socket` to the server within the connect timeout (at most the
+/// whole transfer's), naming a refusal and a timeout.
+fn connect(socket: Socket, config: &TcpBulkClientConfig) -> Result<TcpStream, TcpBulkError> {
+    let addr = config.server;
+    let connect_timeout = config.connect_timeout.min(config.timeout);
+    if connect_timeout.is_zero() {
+        return Err(TcpBulkError::ConnectTimeout {
+            addr,
+            timeout: connect_timeout,
+        });
+    }
+    socket
+        .connect_timeout(&SockAddr::from(addr), connect_timeout)
+        .map_err(|source| match source.kind() {
+            ErrorKind::ConnectionRefused => TcpBulkError::ConnectRefused { addr },
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => TcpBulkError::ConnectTimeout {
+                addr,
+                timeout: connect_timeout,
+            },
+            _ => TcpBulkError::Connect { addr, source },
+        })?;
+    Ok(TcpStream::from(socket))
+}
+
+/// Sends `bytes` zeros, shuts down the write side and reads the server's
+/// one-byte reply; returns the bytes sent and when the reply came.
+fn upload(
+    deadline: &Deadline,
+    stream: &TcpStream,
+    bytes: u64,
+) -> Result<(u64, Instant), TcpBulkError> {
+    let sent = deadline.write_zeros(stream, bytes, "uploading")?;
+    stream
+        .shutdown(Shutdown::Write)
+        .map_err(io_err("shutting down the write side after the upload"))?;
+    let what = "waiting for the server's reply to the upload";
+    let reply = deadline.read_to_end(stream, what)?;
+    match (reply.bytes, reply.first) {
+        (1, Some(1)) => {}
+        (1, _) => {
+            return Err(TcpBulkError::ServerIncomplete { expected: bytes });
+        }
+        (0, _) => {
+            return Err(TcpBulkError::ShortTransfer {
+                what: what.to_owned(),
+                expected: 1,
+                got: 0,
+            });
+        }
+        (n, _) => {
+            return Err(TcpBulkError::Protocol(format!(
+                "the server replied to the upload with {n} bytes instead of one"
+            )));
+        }
+    }
+    Ok((sent, reply.last_at.unwrap_or_else(Instant::now)))
+}
+
+/// Reads until the server closes and checks that `bytes` arrived; returns
+/// them and when the last one came (`connected` if none did).
+fn download(
+    deadline: &Deadline,
+    stream: &TcpStream,
+    bytes: u64,
+    connected: Instant,
+) -> Result<(u64, Instant), TcpBulkError> {
+    let got = deadline.read_to_end(stream, "downloading")?;
+    if got.bytes != bytes {
+        return Err(TcpBulkError::ShortTransfer {
+            what: "downloading".to_owned(),
+            expected: bytes,
+            got: got.bytes,
+        });
+    }
+    Ok((got.bytes, got.last_at.unwrap_or(connected)))
 }
 
 /// An absolute deadline for the client's blocking calls.

@@ -395,6 +395,26 @@ fn serve_inner(
     ctx: &ConnContext,
     record: &mut TcpServerRecord,
 ) -> Result<(), String> {
+    set_options(stream, ctx, record)?;
+    let mut io = ConnIo {
+        stream,
+        ctx,
+        last_progress: Instant::now(),
+    };
+    let (direction, requested) = read_request(&mut io, record)?;
+    match direction {
+        BulkDirection::Upload => receive_upload(&mut io, record, requested),
+        BulkDirection::Download => send_download(&mut io, record, requested),
+    }
+}
+
+/// An accepted socket's options: the congestion controller (read back into
+/// `record`), the send buffer, and the timeouts its calls poll with.
+fn set_options(
+    stream: &TcpStream,
+    ctx: &ConnContext,
+    record: &mut TcpServerRecord,
+) -> Result<(), String> {
     let sock = SockRef::from(stream);
     set_congestion(sock, &ctx.congestion).map_err(|e| e.to_string())?;
     record.congestion = congestion_in_use(SockRef::from(stream)).ok();
@@ -409,12 +429,14 @@ fn serve_inner(
     stream
         .set_write_timeout(Some(POLL_INTERVAL))
         .map_err(|e| format!("setting the write timeout: {e}"))?;
-    let mut io = ConnIo {
-        stream,
-        ctx,
-        last_progress: Instant::now(),
-    };
+    Ok(())
+}
 
+/// Reads the request header; returns (and records) its direction and size.
+fn read_request(
+    io: &mut ConnIo<'_>,
+    record: &mut TcpServerRecord,
+) -> Result<(BulkDirection, u64), String> {
     let mut header = [0u8; HEADER_LEN];
     let mut have = 0;
     while have < HEADER_LEN {
@@ -432,43 +454,56 @@ fn serve_inner(
         .ok_or_else(|| format!("bad direction byte {} in the request header", header[0]))?;
     record.direction = Some(direction);
     record.requested = requested;
+    Ok((direction, requested))
+}
 
-    match direction {
-        BulkDirection::Upload => {
-            let mut buf = vec![0u8; 128 * 1024];
-            loop {
-                match io.read(&mut buf, "receiving the upload")? {
-                    0 => break,
-                    n => {
-                        record.bytes += n as u64;
-                        record.last_byte_at = Some(io.last_progress);
-                    }
-                }
+/// Upload: counts bytes until end of stream, then replies with one byte
+/// (1 if exactly `requested` arrived) and closes the write side.
+fn receive_upload(
+    io: &mut ConnIo<'_>,
+    record: &mut TcpServerRecord,
+    requested: u64,
+) -> Result<(), String> {
+    let mut buf = vec![0u8; 128 * 1024];
+    loop {
+        match io.read(&mut buf, "receiving the upload")? {
+            0 => break,
+            n => {
+                record.bytes += n as u64;
+                record.last_byte_at = Some(io.last_progress);
             }
-            let ok = record.bytes == requested;
-            io.write_all(&[u8::from(ok)], "replying to the upload")?;
-            let _ = stream.shutdown(Shutdown::Write);
-            if !ok {
-                return Err(format!(
-                    "short transfer: expected {requested} bytes, got {}",
-                    record.bytes
-                ));
-            }
-        }
-        BulkDirection::Download => {
-            while record.bytes < requested {
-                let len = (requested - record.bytes).min(ZEROS.len() as u64) as usize;
-                io.write_all(&ZEROS[..len], "sending the download")?;
-                record.bytes += len as u64;
-            }
-            stream
-                .shutdown(Shutdown::Write)
-                .map_err(|e| format!("shutting down after the download: {e}"))?;
-            // Wait for the client's close so that closing never resets a
-            // connection whose last bytes are still in flight.
-            let mut sink = [0u8; 64];
-            while io.read(&mut sink, "waiting for the client to close")? > 0 {}
         }
     }
+    let ok = record.bytes == requested;
+    io.write_all(&[u8::from(ok)], "replying to the upload")?;
+    let _ = io.stream.shutdown(Shutdown::Write);
+    if !ok {
+        return Err(format!(
+            "short transfer: expected {requested} bytes, got {}",
+            record.bytes
+        ));
+    }
+    Ok(())
+}
+
+/// Download: sends `requested` zeros, closes the write side and waits for
+/// the client's close.
+fn send_download(
+    io: &mut ConnIo<'_>,
+    record: &mut TcpServerRecord,
+    requested: u64,
+) -> Result<(), String> {
+    while record.bytes < requested {
+        let len = (requested - record.bytes).min(ZEROS.len() as u64) as usize;
+        io.write_all(&ZEROS[..len], "sending the download")?;
+        record.bytes += len as u64;
+    }
+    io.stream
+        .shutdown(Shutdown::Write)
+        .map_err(|e| format!("shutting down after the download: {e}"))?;
+    // Wait for the client's close so that closing never resets a
+    // connection whose last bytes are still in flight.
+    let mut sink = [0u8; 64];
+    while io.read(&mut sink, "waiting for the client to close")? > 0 {}
     Ok(())
 }
