@@ -87,7 +87,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(error) => eprintln!("warning: comparing with the other mode: {error}"),
         }
     }
-    if emu::interrupt::requested() {
+    if emu::sys::interrupt::requested() {
         eprintln!("interrupted: the results above are of the trials that ran");
         return ExitCode::from(130);
     }
@@ -103,7 +103,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
 /// Real mode: root and namespaces checked up front, Ctrl-C handled.
 fn real_mode() -> Result<(), String> {
     emu::available().map_err(|reason| format!("real mode {reason}"))?;
-    emu::interrupt::install();
+    emu::sys::interrupt::install();
     Ok(())
 }
 

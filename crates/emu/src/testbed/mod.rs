@@ -23,11 +23,19 @@
 //! them (and the relay stops first); [`sweep_stale`] removes those of
 //! processes that died without cleaning up.
 
-use crate::clock::RealClock;
-use crate::command::{self, CommandError, in_netns, ip};
-use crate::driver::{DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleRun, Placement, Routes};
-use crate::host_driver::{HostDriver, HostRun, RunUntil};
-use crate::relay::{Relay, RelayError, RelayHop, RelayReport};
+mod namespaces;
+mod setup;
+
+pub(crate) use namespaces::add_namespace;
+pub use namespaces::{available, sweep_stale};
+
+use crate::RealClock;
+use crate::driver::{
+    DriverInterface, HostDriver, HostRun, MiddleDriver, MiddleNodeSpec, MiddleRun, Placement,
+    Routes, RunUntil,
+};
+use crate::link::{RelayError, RelayReport};
+use crate::sys::command::{CommandError, ip};
 use netsim::{HopConfig, Host, Middlebox, Seed, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
@@ -112,89 +120,6 @@ pub enum TestbedError {
     Other(String),
 }
 
-/// Whether this process can build testbeds; `Err` says why not, in words
-/// a skipped test can print.
-pub fn available() -> Result<(), String> {
-    // Root: the effective uid (third field of Uid:) is 0.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0");
-    if !root {
-        return Err("needs root (network namespaces and AF_PACKET sockets)".into());
-    }
-    for program in ["ip", "ethtool", "sysctl", "timeout"] {
-        if !command::have(program) {
-            return Err(format!(
-                "{program} is not installed (scripts/setup installs it)"
-            ));
-        }
-    }
-    // A name of its own per call: threads may probe at the same time.
-    static PROBES: AtomicU32 = AtomicU32::new(0);
-    let probe = format!(
-        "pk-{}-probe{}",
-        std::process::id(),
-        PROBES.fetch_add(1, Ordering::Relaxed)
-    );
-    ip(&["netns", "add", &probe]).map_err(|e| format!("cannot create a network namespace: {e}"))?;
-    let _ = ip(&["netns", "del", &probe]);
-    Ok(())
-}
-
-/// Creates network namespace `name` the way real mode wants its nodes, and
-/// records it in `made` (for the caller's cleanup) as soon as it exists: no
-/// IPv6 chatter (router solicitations, DAD), no reverse-path filtering (the
-/// sidekick proxy answers from the receiver's address), forwarding on,
-/// loopback up.
-pub(crate) fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), CommandError> {
-    ip(&["netns", "add", name])?;
-    made.push(name.to_string());
-    in_netns(
-        name,
-        "sysctl",
-        &[
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-            "net.ipv4.conf.all.rp_filter=0",
-            "net.ipv4.conf.default.rp_filter=0",
-            "net.ipv4.ip_forward=1",
-        ],
-    )?;
-    ip(&["-n", name, "link", "set", "lo", "up"])?;
-    Ok(())
-}
-
-/// Removes the namespaces of testbeds whose process is gone (after a
-/// crash or SIGKILL). Returns the names removed.
-pub fn sweep_stale() -> Vec<String> {
-    let Ok(list) = ip(&["netns", "list"]) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for line in list.lines() {
-        let Some(name) = line.split_whitespace().next() else {
-            continue;
-        };
-        let Some(pid) = name
-            .strip_prefix("pk-")
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && ip(&["netns", "del", name]).is_ok()
-        {
-            removed.push(name.to_string());
-        }
-    }
-    removed
-}
-
 /// A built chain with its relay running. Dropping it stops the relay and
 /// removes every namespace.
 pub struct Testbed {
@@ -209,16 +134,6 @@ pub struct Testbed {
     clock_shift: Arc<AtomicU64>,
     relay_stop: Arc<AtomicBool>,
     relay: Option<JoinHandle<std::io::Result<RelayReport>>>,
-}
-
-/// The MAC of node `node`'s interface on hop `hop` (locally administered).
-fn mac(node: usize, hop: usize) -> [u8; 6] {
-    [0x02, 0x70, 0x6b, 0x00, node as u8, hop as u8]
-}
-
-/// A MAC as `ip` writes it.
-fn mac_text(mac: [u8; 6]) -> String {
-    mac.map(|b| format!("{b:02x}")).join(":")
 }
 
 impl Testbed {
@@ -245,62 +160,7 @@ impl Testbed {
                 "a testbed needs at least one hop".into(),
             ));
         }
-        // Node k sits between hop k-1 and hop k.
-        let left_end = |hop: usize| {
-            if hop == 0 {
-                spec.client
-            } else {
-                Ipv4Addr::new(10, 100, hop as u8, 1)
-            }
-        };
-        let right_end = |hop: usize| {
-            if hop == hops - 1 {
-                spec.server
-            } else {
-                Ipv4Addr::new(10, 100, hop as u8, 2)
-            }
-        };
-        let mut nodes = Vec::new();
-        for k in 0..=hops {
-            let role = match k {
-                0 => "client".to_string(),
-                k if k == hops => "server".to_string(),
-                k => format!("middle{}", k - 1),
-            };
-            let mut interfaces = Vec::new();
-            if k > 0 {
-                interfaces.push(NodeInterface {
-                    name: format!("eth{}", interfaces.len()),
-                    addr: right_end(k - 1),
-                    peer: left_end(k - 1),
-                    hop: k - 1,
-                    mac: mac(k, k - 1),
-                    peer_mac: mac(k - 1, k - 1),
-                });
-            }
-            if k < hops {
-                interfaces.push(NodeInterface {
-                    name: format!("eth{}", interfaces.len()),
-                    addr: left_end(k),
-                    peer: right_end(k),
-                    hop: k,
-                    mac: mac(k, k),
-                    peer_mac: mac(k + 1, k),
-                });
-            }
-            let extra = spec
-                .extra
-                .iter()
-                .filter(|(middle, _)| k > 0 && k < hops && *middle == k - 1)
-                .map(|(_, addr)| *addr)
-                .collect();
-            nodes.push(Node {
-                netns: format!("{prefix}-{role}"),
-                role,
-                interfaces,
-                extra,
-            });
-        }
+        let nodes = setup::plan_nodes(spec, &prefix);
         let mut testbed = Testbed {
             emu_netns: format!("{prefix}-emu"),
             namespaces: Vec::new(),
@@ -315,198 +175,6 @@ impl Testbed {
         testbed.configure()?;
         testbed.start_relay(spec)?;
         Ok(testbed)
-    }
-
-    fn add_netns(&mut self, name: &str) -> Result<(), TestbedError> {
-        add_namespace(name, &mut self.namespaces)?;
-        Ok(())
-    }
-
-    fn configure(&mut self) -> Result<(), TestbedError> {
-        let emu = self.emu_netns.clone();
-        self.add_netns(&emu)?;
-        let nodes = self.nodes.clone();
-        for node in &nodes {
-            self.add_netns(&node.netns)?;
-        }
-        for (k, node) in nodes.iter().enumerate() {
-            for iface in &node.interfaces {
-                // The relay port this interface faces.
-                let port = relay_port(iface.hop, iface.hop != k);
-                ip(&[
-                    "link",
-                    "add",
-                    &iface.name,
-                    "netns",
-                    &node.netns,
-                    "address",
-                    &mac_text(iface.mac),
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    &port,
-                    "netns",
-                    &emu,
-                ])?;
-                // Real frames on the wire: no checksum or segmentation
-                // offload, or the relay would carry unfinished packets.
-                in_netns(
-                    &node.netns,
-                    "ethtool",
-                    &[
-                        "-K",
-                        &iface.name,
-                        "tx",
-                        "off",
-                        "rx",
-                        "off",
-                        "tso",
-                        "off",
-                        "gso",
-                        "off",
-                        "gro",
-                        "off",
-                        "tx-udp-segmentation",
-                        "off",
-                    ],
-                )?;
-                in_netns(
-                    &emu,
-                    "ethtool",
-                    &["-K", &port, "gro", "off", "rx", "off", "tx", "off"],
-                )?;
-                ip(&["-n", &emu, "link", "set", &port, "promisc", "on", "up"])?;
-                let netns = node.netns.as_str();
-                ip(&["-n", netns, "link", "set", &iface.name, "up"])?;
-                ip(&[
-                    "-n",
-                    netns,
-                    "addr",
-                    "add",
-                    &format!("{}/32", iface.addr),
-                    "dev",
-                    &iface.name,
-                ])?;
-                ip(&[
-                    "-n",
-                    netns,
-                    "route",
-                    "add",
-                    &format!("{}/32", iface.peer),
-                    "dev",
-                    &iface.name,
-                    "src",
-                    &iface.addr.to_string(),
-                ])?;
-                ip(&[
-                    "-n",
-                    netns,
-                    "neigh",
-                    "replace",
-                    &iface.peer.to_string(),
-                    "lladdr",
-                    &mac_text(iface.peer_mac),
-                    "dev",
-                    &iface.name,
-                    "nud",
-                    "permanent",
-                ])?;
-            }
-            for extra in &node.extra {
-                ip(&[
-                    "-n",
-                    &node.netns,
-                    "addr",
-                    "add",
-                    &format!("{extra}/32"),
-                    "dev",
-                    "lo",
-                ])?;
-            }
-        }
-        // Routes: every address of another node goes towards its side.
-        for (k, node) in nodes.iter().enumerate() {
-            for (m, other) in nodes.iter().enumerate() {
-                if m == k {
-                    continue;
-                }
-                let via = if m < k {
-                    &node.interfaces[0]
-                } else {
-                    node.interfaces.last().expect("a node has an interface")
-                };
-                for addr in other.addresses() {
-                    if addr == via.peer {
-                        continue; // already on-link
-                    }
-                    ip(&[
-                        "-n",
-                        &node.netns,
-                        "route",
-                        "replace",
-                        &format!("{addr}/32"),
-                        "via",
-                        &via.peer.to_string(),
-                        "dev",
-                        &via.name,
-                        "src",
-                        &via.addr.to_string(),
-                    ])?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn start_relay(&mut self, spec: &TestbedSpec) -> Result<(), TestbedError> {
-        let hops: Vec<RelayHop> = spec
-            .hops
-            .iter()
-            .enumerate()
-            .map(|(i, config)| RelayHop {
-                left: relay_port(i, false),
-                right: relay_port(i, true),
-                config: config.clone(),
-            })
-            .collect();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let stop = self.relay_stop.clone();
-        let emu = self.emu_netns.clone();
-        let clock = self.base;
-        let shift = self.clock_shift.clone();
-        let seed = spec.seed;
-        let handle = std::thread::Builder::new()
-            .name("relay".into())
-            .spawn(move || {
-                let opened = crate::sys::enter_netns(&emu)
-                    .map_err(|e| RelayError::Port {
-                        port: emu.clone(),
-                        source: e,
-                    })
-                    .and_then(|()| Relay::open(&hops, seed))
-                    .map(|relay| relay.with_restart(shift));
-                let relay = match opened {
-                    Ok(relay) => {
-                        let _ = ready_tx.send(Ok(()));
-                        relay
-                    }
-                    Err(error) => {
-                        let _ = ready_tx.send(Err(error));
-                        return Ok(RelayReport::default());
-                    }
-                };
-                // Punctual wake-ups; the relay sleeps between deadlines.
-                let _ = crate::sys::set_realtime(50);
-                relay.run(clock, &stop)
-            })
-            .map_err(|e| TestbedError::Other(format!("cannot start the relay thread: {e}")))?;
-        self.relay = Some(handle);
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(error.into()),
-            Err(_) => Err(TestbedError::Other("the relay thread died".into())),
-        }
     }
 
     /// The nodes, client first.
@@ -734,11 +402,6 @@ impl<M> MiddleThread<M> {
             Err(_) => Err(TestbedError::Other("a middlebox thread panicked".into())),
         }
     }
-}
-
-/// The relay port of `hop` facing its left (`false`) or right node.
-fn relay_port(hop: usize, right: bool) -> String {
-    format!("h{hop}{}", if right { 'r' } else { 'l' })
 }
 
 impl Drop for Testbed {

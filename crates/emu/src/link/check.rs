@@ -13,8 +13,9 @@
 //!    100-packet drop-tail buffer, no loss; the delivered IP bytes per
 //!    second over the saturated part of the run is the measured rate.
 
-use crate::clock::RealClock;
-use crate::host_driver::RunUntil;
+use super::{Lateness, RelayReport};
+use crate::RealClock;
+use crate::driver::RunUntil;
 use crate::testbed::{HostRunSpec, Testbed, TestbedError, TestbedSpec};
 use netsim::testing::{CbrSource, Sink};
 use netsim::{BufferLimit, HopConfig, LinkConfig, LossModel, Probability, Rate, Seed};
@@ -112,7 +113,7 @@ pub struct LinkCheckReport {
     /// The comparisons: rate, p99 added delay, loss.
     pub comparisons: Vec<Comparison>,
     /// How late the relay sent frames in the delay phase.
-    pub lateness: crate::relay::Lateness,
+    pub lateness: Lateness,
 }
 
 impl LinkCheckReport {
@@ -131,7 +132,7 @@ fn stream(
     seed: u64,
     source: impl FnOnce(SocketAddr, SocketAddr) -> CbrSource,
     limit: Duration,
-) -> Result<(Sink, crate::relay::RelayReport), TestbedError> {
+) -> Result<(Sink, RelayReport), TestbedError> {
     let clock = RealClock::start();
     let spec = TestbedSpec {
         client: CLIENT,
@@ -183,6 +184,61 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// Runs both phases and compares.
 pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
     let loss = Probability::new(config.loss).map_err(|e| TestbedError::Other(e.to_string()))?;
+    let limit = config.duration + config.delay * 4 + Duration::from_secs(3);
+    let delay = delay_phase(config, loss, limit)?;
+    let (measured_rate, rate_packets) = rate_phase(config, limit)?;
+    let rate_mbps = config.rate.bits_per_sec() as f64 / 1e6;
+    let delay_ms = config.delay.as_secs_f64() * 1e3;
+    Ok(LinkCheckReport {
+        added_delay: delay.added_delay,
+        probes_sent: delay.sent,
+        probes_received: delay.received,
+        rate_packets,
+        comparisons: vec![
+            Comparison::new(
+                "rate",
+                rate_mbps,
+                measured_rate / 1e6,
+                0.05 * rate_mbps,
+                "Mbit/s",
+            ),
+            Comparison::new(
+                "added delay, p99",
+                delay_ms,
+                delay.added_delay.p99_ms,
+                2.0,
+                "ms",
+            ),
+            Comparison::new(
+                "loss",
+                config.loss,
+                delay.measured_loss,
+                delay.loss_tolerance,
+                "fraction",
+            ),
+        ],
+        lateness: delay.lateness,
+    })
+}
+
+/// What the delay and loss phase measured.
+struct DelayPhase {
+    added_delay: DelayPercentiles,
+    sent: u64,
+    received: u64,
+    measured_loss: f64,
+    /// Four standard deviations of the loss, at least one packet's worth.
+    loss_tolerance: f64,
+    lateness: Lateness,
+}
+
+/// The delay and loss phase: small probes, well under the rate, through
+/// the link with its delay and loss.
+fn delay_phase(
+    config: &LinkCheckConfig,
+    loss: Probability,
+    limit: Duration,
+) -> Result<DelayPhase, TestbedError> {
     let probe_len = 200usize;
     let interval = Duration::from_secs(1) / config.probe_rate.max(1);
     let count = (config.duration.as_secs_f64() * f64::from(config.probe_rate)) as u64;
@@ -193,7 +249,6 @@ pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
         } else {
             LossModel::None
         });
-    let limit = config.duration + config.delay * 4 + Duration::from_secs(3);
     let (sink, relay) = stream(
         hop,
         config.seed,
@@ -224,8 +279,20 @@ pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
     // packet's worth.
     let sigma = (config.loss * (1.0 - config.loss) / count.max(1) as f64).sqrt();
     let loss_tolerance = (4.0 * sigma).max(1.0 / count.max(1) as f64);
+    Ok(DelayPhase {
+        added_delay,
+        sent: count,
+        received,
+        measured_loss,
+        loss_tolerance,
+        lateness: relay.lateness,
+    })
+}
 
-    // The rate phase: 1.25× the rate, full-size datagrams, no loss.
+/// The rate phase: full-size datagrams at 1.25× the rate into a
+/// 100-packet buffer, no loss. Returns the delivered bits per second over
+/// the saturated part of the run and the datagrams it counted.
+fn rate_phase(config: &LinkCheckConfig, limit: Duration) -> Result<(f64, u64), TestbedError> {
     let payload = 1472usize;
     let wire = (payload + 28) as u64;
     let per_packet = config.rate.transmit_time(wire).mul_f64(0.8);
@@ -244,7 +311,7 @@ pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
     let arrivals = rate_sink.arrivals();
     // Skip the first 10% (the queue filling) and measure from there on.
     let skip = arrivals.len() / 10;
-    let (measured_rate, rate_packets) = match (arrivals.get(skip), arrivals.last()) {
+    Ok(match (arrivals.get(skip), arrivals.last()) {
         (Some(first), Some(last)) if last.at > first.at => {
             let bytes: u64 = arrivals[skip + 1..].iter().map(|a| a.wire_len as u64).sum();
             let span = last.at - first.at;
@@ -254,31 +321,5 @@ pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
             )
         }
         _ => (0.0, 0),
-    };
-    let rate_mbps = config.rate.bits_per_sec() as f64 / 1e6;
-    let delay_ms = config.delay.as_secs_f64() * 1e3;
-    Ok(LinkCheckReport {
-        added_delay,
-        probes_sent: count,
-        probes_received: received,
-        rate_packets,
-        comparisons: vec![
-            Comparison::new(
-                "rate",
-                rate_mbps,
-                measured_rate / 1e6,
-                0.05 * rate_mbps,
-                "Mbit/s",
-            ),
-            Comparison::new("added delay, p99", delay_ms, added_delay.p99_ms, 2.0, "ms"),
-            Comparison::new(
-                "loss",
-                config.loss,
-                measured_loss,
-                loss_tolerance,
-                "fraction",
-            ),
-        ],
-        lateness: relay.lateness,
     })
 }

@@ -10,7 +10,7 @@
 //! bound to that address, binding one the first time it is used (the
 //! sidekick sender's control port, for instance).
 
-use crate::clock::RealClock;
+use crate::RealClock;
 use crate::sys::{PollFd, poll};
 use bytes::Bytes;
 use netsim::{Datagram, Host, Time};
@@ -129,7 +129,7 @@ impl<H: Host> HostDriver<H> {
             if until == RunUntil::Finished && self.host.is_finished() {
                 break HostStop::Finished;
             }
-            if stop.load(Ordering::Relaxed) || crate::interrupt::requested() {
+            if stop.load(Ordering::Relaxed) || crate::sys::interrupt::requested() {
                 break HostStop::Stopped;
             }
             let now = clock.now();

@@ -401,7 +401,7 @@ pub fn send_signal(pid: u32, signal: libc::c_int, group: bool) -> io::Result<()>
 }
 
 // ---------------------------------------------------------------------------
-// Added for the Sidekick proxy's capacity measurement (`proxy_capacity`).
+// Added for the Sidekick proxy's capacity measurement (`bench::proxy_capacity`).
 // ---------------------------------------------------------------------------
 
 /// The CPU time the calling thread has used (user and system,

@@ -16,7 +16,7 @@
 //! header), as the simulator does. Frames the relay does not understand
 //! (ARP, anything not IP) go through the same link: a link is a link.
 
-use crate::clock::RealClock;
+use crate::RealClock;
 use crate::sys::{PacketSocket, PollFd, RecvBatch};
 use netsim::{Fate, HopConfig, Link, LinkConfigError, LinkStats, Seed, Time};
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! network namespace under `timeout`, output collected, stopped with
 //! SIGTERM and, if they do not go, SIGKILL.
 
-use crate::command::{CommandError, have};
+use crate::sys::command::{CommandError, have};
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;

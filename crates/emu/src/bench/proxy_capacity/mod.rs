@@ -23,25 +23,30 @@
 //!
 //! Everything happens inside namespaces this module creates (called
 //! `pk-<pid>-cap<n>-…`, so [`crate::sweep_stale`] finds them after a
-//! crash); they are removed when the run ends, on error too.
+//! crash); they are removed when the run ends, on error too. The
+//! generator's side is in `generator.rs`; here are the namespaces, the
+//! proxy thread's phases and the report.
 
-use crate::command::{CommandError, in_netns, ip};
-use crate::frame::write_ipv4_udp_packet;
+mod generator;
+
 use crate::sidekick_daemon::{
     DaemonError, DaemonStats, MAX_SLEEP, SidekickDaemon, SidekickDaemonConfig,
 };
-use crate::sys::{PacketSocket, enter_netns, thread_cpu_time};
-use netsim::Datagram;
+use crate::sys::command::{CommandError, in_netns, ip};
+use crate::sys::{enter_netns, thread_cpu_time};
+use generator::generate;
 use serde::Serialize;
-use sidekick::wire::{Config, Control, Discovery, Interval};
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 const GEN_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
 const PROXY_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 2);
+/// The proxy daemon's control address.
+const PROXY_CONTROL: SocketAddrV4 = SocketAddrV4::new(PROXY_IP, 1234);
 /// The load's destination: routed by the generator to the proxy, and by
 /// the proxy into a blackhole.
 const SINK: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 201, 1, 1), 9);
@@ -279,93 +284,28 @@ fn build(guard: &mut Namespaces) -> Result<(String, String), CommandError> {
 
 /// Runs the measurement.
 pub fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
-    if config.flows == 0 || config.flows > 1000 {
-        return Err(CapacityError::Config("flows must be 1..=1000".into()));
-    }
-    if !(1_000..=200_000).contains(&config.rate) {
-        return Err(CapacityError::Config(
-            "the rate must be 1000..=200000 packets/s".into(),
-        ));
-    }
-    if !(25..=1400).contains(&config.payload_len) || config.interval_packets == 0 {
-        return Err(CapacityError::Config(
-            "payloads of 25..=1400 bytes, an interval of at least 1 packet".into(),
-        ));
-    }
+    check(config)?;
     crate::available().map_err(CapacityError::Unavailable)?;
     crate::sweep_stale();
     let mut guard = Namespaces(Vec::new());
     let (gen_ns, proxy_ns) = build(&mut guard)?;
-
-    let warm = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let abort = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let daemon = {
-        let (warm, done, abort) = (warm.clone(), done.clone(), abort.clone());
-        let config = config.clone();
-        std::thread::Builder::new()
-            .name("proxy".into())
-            .spawn(move || -> Result<_, CapacityError> {
-                let opened = enter_netns(&proxy_ns)
-                    .map_err(|e| DaemonError::Io {
-                        what: format!("namespace {proxy_ns}"),
-                        source: e,
-                    })
-                    .and_then(|()| {
-                        let mut c =
-                            SidekickDaemonConfig::new("eth0", SocketAddrV4::new(PROXY_IP, 1234));
-                        c.seed = Some(1);
-                        SidekickDaemon::open(&c)
-                    });
-                let mut daemon = match opened {
-                    Ok(daemon) => {
-                        let _ = ready_tx.send(None);
-                        daemon
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Some(e.to_string()));
-                        return Err(e.into());
-                    }
-                };
-                let result = measure(&mut daemon, &config, &warm, &abort);
-                done.store(true, Ordering::Relaxed);
-                result
-            })
-            .map_err(|e| CapacityError::Generator(e.to_string()))?
-    };
-    if let Some(error) = ready_rx
-        .recv()
-        .unwrap_or(Some("the proxy thread died".into()))
-    {
-        let _ = daemon.join();
-        return Err(CapacityError::Generator(format!("proxy: {error}")));
-    }
-    let generator = {
-        let (warm, done, abort) = (warm.clone(), done.clone(), abort.clone());
-        let config = config.clone();
-        std::thread::Builder::new()
-            .name("generator".into())
-            .spawn(move || {
-                let result = enter_netns(&gen_ns)
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| generate(&config, &warm, &done));
-                if result.is_err() {
-                    abort.store(true, Ordering::Relaxed);
-                }
-                result
-            })
-            .map_err(|e| CapacityError::Generator(e.to_string()))?
-    };
+    let flags = Flags::default();
+    let proxy = spawn_proxy(proxy_ns, config, &flags)?;
+    let generator = spawn_generator(gen_ns, config, &flags)?;
     let generated = generator
         .join()
         .map_err(|_| CapacityError::Generator("the generator panicked".into()))?;
-    abort.store(true, Ordering::Relaxed);
-    let measured = daemon
+    flags.abort.store(true, Ordering::Relaxed);
+    let measured = proxy
         .join()
         .map_err(|_| CapacityError::Generator("the proxy thread panicked".into()))?;
     let offered_pps = generated.map_err(CapacityError::Generator)?;
-    let (configured_flows, null, full, stats) = measured?;
+    let Measured {
+        configured_flows,
+        null,
+        full,
+        daemon,
+    } = measured?;
     let ratio = if null.sustained_pps > 0.0 {
         full.sustained_pps / null.sustained_pps
     } else {
@@ -379,8 +319,126 @@ pub fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
         null,
         full,
         ratio,
-        daemon: stats,
+        daemon,
     })
+}
+
+/// Refuses a configuration the measurement cannot run, before anything is
+/// built.
+fn check(config: &CapacityConfig) -> Result<(), CapacityError> {
+    if config.flows == 0 || config.flows > 1000 {
+        return Err(CapacityError::Config("flows must be 1..=1000".into()));
+    }
+    if !(1_000..=200_000).contains(&config.rate) {
+        return Err(CapacityError::Config(
+            "the rate must be 1000..=200000 packets/s".into(),
+        ));
+    }
+    if !(25..=1400).contains(&config.payload_len) || config.interval_packets == 0 {
+        return Err(CapacityError::Config(
+            "payloads of 25..=1400 bytes, an interval of at least 1 packet".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What the proxy and generator threads tell each other.
+#[derive(Clone, Default)]
+struct Flags {
+    /// The flows are configured and the load is on (the generator sets it).
+    warm: Arc<AtomicBool>,
+    /// The phases are over (the proxy thread sets it).
+    done: Arc<AtomicBool>,
+    /// Stop measuring (the generator sets it when it fails, [`run`] once it
+    /// ended).
+    abort: Arc<AtomicBool>,
+}
+
+/// What the proxy thread measured.
+struct Measured {
+    /// Flows the proxy had configured when the load started.
+    configured_flows: usize,
+    null: ModeResult,
+    full: ModeResult,
+    /// The daemon's counters at the end.
+    daemon: DaemonStats,
+}
+
+/// Starts the proxy thread in `proxy_ns`: it opens the daemon, then
+/// measures ([`measure`]). Returns once the daemon is open.
+fn spawn_proxy(
+    proxy_ns: String,
+    config: &CapacityConfig,
+    flags: &Flags,
+) -> Result<JoinHandle<Result<Measured, CapacityError>>, CapacityError> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let daemon = {
+        let flags = flags.clone();
+        let config = config.clone();
+        std::thread::Builder::new()
+            .name("proxy".into())
+            .spawn(move || -> Result<_, CapacityError> {
+                let mut daemon = match open_daemon(&proxy_ns) {
+                    Ok(daemon) => {
+                        let _ = ready_tx.send(None);
+                        daemon
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Some(e.to_string()));
+                        return Err(e.into());
+                    }
+                };
+                let result = measure(&mut daemon, &config, &flags.warm, &flags.abort);
+                flags.done.store(true, Ordering::Relaxed);
+                result
+            })
+            .map_err(|e| CapacityError::Generator(e.to_string()))?
+    };
+    if let Some(error) = ready_rx
+        .recv()
+        .unwrap_or(Some("the proxy thread died".into()))
+    {
+        let _ = daemon.join();
+        return Err(CapacityError::Generator(format!("proxy: {error}")));
+    }
+    Ok(daemon)
+}
+
+/// Enters `netns` and opens the daemon there on `eth0`, seeded.
+fn open_daemon(netns: &str) -> Result<SidekickDaemon, DaemonError> {
+    enter_netns(netns)
+        .map_err(|e| DaemonError::Io {
+            what: format!("namespace {netns}"),
+            source: e,
+        })
+        .and_then(|()| {
+            let mut c = SidekickDaemonConfig::new("eth0", PROXY_CONTROL);
+            c.seed = Some(1);
+            SidekickDaemon::open(&c)
+        })
+}
+
+/// Starts the generator thread in `gen_ns` ([`generate`]); it raises the
+/// abort flag if it fails.
+fn spawn_generator(
+    gen_ns: String,
+    config: &CapacityConfig,
+    flags: &Flags,
+) -> Result<JoinHandle<Result<f64, String>>, CapacityError> {
+    let flags = flags.clone();
+    let config = config.clone();
+    std::thread::Builder::new()
+        .name("generator".into())
+        .spawn(move || {
+            let result = enter_netns(&gen_ns)
+                .map_err(|e| e.to_string())
+                .and_then(|()| generate(&config, &flags.warm, &flags.done));
+            if result.is_err() {
+                flags.abort.store(true, Ordering::Relaxed);
+            }
+            result
+        })
+        .map_err(|e| CapacityError::Generator(e.to_string()))
 }
 
 /// The proxy thread: the full loop while the flows configure, then the
@@ -390,7 +448,7 @@ fn measure(
     config: &CapacityConfig,
     warm: &AtomicBool,
     abort: &AtomicBool,
-) -> Result<(usize, ModeResult, ModeResult, DaemonStats), CapacityError> {
+) -> Result<Measured, CapacityError> {
     let mut log = io::sink();
     let limit = Instant::now() + Duration::from_secs(20);
     while !warm.load(Ordering::Relaxed) {
@@ -448,152 +506,12 @@ fn measure(
         }
     }
     daemon.set_null(false);
-    Ok((configured, null, full, daemon.stats()))
-}
-
-/// Receives one datagram on a socket with a read timeout.
-fn recv(socket: &UdpSocket, buf: &mut [u8]) -> Option<usize> {
-    socket.recv(buf).ok()
-}
-
-/// The generator thread: configures every flow with the real protocol,
-/// then offers the load until the proxy thread is done. Returns the
-/// achieved packets per second.
-fn generate(config: &CapacityConfig, warm: &AtomicBool, done: &AtomicBool) -> Result<f64, String> {
-    let proxy = SocketAddr::V4(SocketAddrV4::new(PROXY_IP, 1234));
-    let bind = |port: usize| -> Result<UdpSocket, String> {
-        let port = u16::try_from(port).map_err(|e| e.to_string())?;
-        let socket = UdpSocket::bind(SocketAddrV4::new(GEN_IP, port))
-            .map_err(|e| format!("bind {GEN_IP}:{port}: {e}"))?;
-        socket
-            .set_read_timeout(Some(Duration::from_millis(300)))
-            .map_err(|e| e.to_string())?;
-        Ok(socket)
-    };
-    let mut flows = Vec::new();
-    for i in 0..config.flows {
-        let base = bind(usize::from(FLOW_PORT) + i)?;
-        base.connect(SINK).map_err(|e| e.to_string())?;
-        flows.push((base, bind(usize::from(CONTROL_PORT) + i)?));
-    }
-    let mut buf = vec![0u8; 2048];
-    let configure = |control: &UdpSocket, session: u64, quota: u32| {
-        let message = Control::Configure {
-            session,
-            config: Config {
-                interval: Interval::Packets(config.interval_packets),
-                threshold: config.threshold,
-                id_bytes: 4,
-                id_offset: 21,
-                quota,
-            },
-        };
-        control.send_to(&message.to_bytes(), proxy).map(drop)
-    };
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next_id = move || {
-        // xorshift64*: pseudorandom identifiers, as QUIC's ciphertext is.
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-    };
-    let mut payload = vec![0u8; config.payload_len];
-    payload[0] = 0x40; // a QUIC short header's fixed bit: never a marker
-    for (i, (base, control)) in flows.iter().enumerate() {
-        // Discovery, with retries.
-        let mut session = None;
-        for _ in 0..3 {
-            base.send(&Discovery::Request { nonce: i as u64 }.to_bytes())
-                .map_err(|e| e.to_string())?;
-            if let Some(n) = recv(base, &mut buf)
-                && let Ok(Discovery::Reply { session: s, .. }) = Discovery::parse(&buf[..n])
-            {
-                session = Some(s);
-                break;
-            }
-        }
-        let session = session.ok_or(format!("flow {i}: no discovery reply"))?;
-        // Configure with the reply's ID (quota one), earn a quACK, then
-        // grant a large quota with the ID that came in it.
-        let mut proven = false;
-        for _ in 0..3 {
-            configure(control, session, 1).map_err(|e| e.to_string())?;
-            // Let the configure message reach the proxy first.
-            std::thread::sleep(Duration::from_millis(2));
-            for _ in 0..config.interval_packets {
-                payload[21..25].copy_from_slice(&next_id().to_be_bytes());
-                base.send(&payload).map_err(|e| e.to_string())?;
-            }
-            if let Some(n) = recv(control, &mut buf)
-                && let Ok(Control::Quack { next_session, .. }) = Control::parse(&buf[..n])
-            {
-                configure(control, next_session, 1 << 20).map_err(|e| e.to_string())?;
-                proven = true;
-                break;
-            }
-        }
-        if !proven {
-            return Err(format!("flow {i}: no quACK after configuring"));
-        }
-    }
-
-    // The load: prebuilt frames per flow, identifiers randomised per packet.
-    let socket = PacketSocket::bind("eth0", 4 << 20).map_err(|e| e.to_string())?;
-    let templates: Vec<Vec<u8>> = (0..config.flows)
-        .map(|i| {
-            let src = SocketAddr::V4(SocketAddrV4::new(GEN_IP, FLOW_PORT + i as u16));
-            let datagram = Datagram::new(src, SocketAddr::V4(SINK), payload.clone());
-            let mut packet = Vec::new();
-            write_ipv4_udp_packet(&datagram, &mut packet).expect("an IPv4 datagram");
-            // No UDP checksum (allowed over IPv4): identifiers change per packet.
-            packet[26..28].copy_from_slice(&[0, 0]);
-            let mut frame = Vec::with_capacity(14 + packet.len());
-            frame.extend_from_slice(&PROXY_MAC);
-            frame.extend_from_slice(&GEN_MAC);
-            frame.extend_from_slice(&0x0800u16.to_be_bytes());
-            frame.extend_from_slice(&packet);
-            frame
-        })
-        .collect();
-    let per_tick = (config.rate as usize / 1000).max(1);
-    let mut burst: Vec<Vec<u8>> = vec![templates[0].clone(); per_tick];
-    // The identifier's place in a frame: Ethernet, IPv4, UDP, offset 21.
-    let id_at = 14 + 20 + 8 + 21;
-    warm.store(true, Ordering::Relaxed);
-    let start = Instant::now();
-    // Bounded: the phases, plus a margin.
-    let limit = config.phase * (2 * config.rounds) + Duration::from_secs(10);
-    let mut sent = 0u64;
-    let mut flow = 0usize;
-    let mut tick = 0u32;
-    while !done.load(Ordering::Relaxed) && start.elapsed() < limit {
-        for frame in &mut burst {
-            frame.clear();
-            frame.extend_from_slice(&templates[flow]);
-            frame[id_at..id_at + 4].copy_from_slice(&next_id().to_be_bytes());
-            flow = (flow + 1) % templates.len();
-        }
-        let slices: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
-        let mut offset = 0;
-        while offset < slices.len() {
-            let n = socket
-                .send_batch(&slices[offset..])
-                .map_err(|e| e.to_string())?;
-            if n == 0 {
-                break; // the queue is full: the rest of this burst is lost
-            }
-            offset += n;
-        }
-        sent += offset as u64;
-        tick += 1;
-        let next = start + TICK * tick;
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        }
-    }
-    Ok(sent as f64 / start.elapsed().as_secs_f64().max(1e-9))
+    Ok(Measured {
+        configured_flows: configured,
+        null,
+        full,
+        daemon: daemon.stats(),
+    })
 }
 
 #[cfg(test)]
