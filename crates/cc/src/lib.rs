@@ -54,8 +54,10 @@ mod cubic;
 mod pacubic;
 mod ratio;
 mod registry;
+mod unlimited;
 
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
+pub use unlimited::Unlimited;

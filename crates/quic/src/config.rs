@@ -56,6 +56,8 @@ pub struct QuicConfig {
     /// The most bytes of outgoing datagrams noq-proto buffers (default:
     /// its 1 MiB). A small buffer keeps the queue with the application.
     pub datagram_send_buffer: Option<usize>,
+    /// Log the connection IDs the endpoint issues here (default: off).
+    pub cid_log: Option<crate::cid::CidLog>,
 }
 
 /// When a packet is declared lost (RFC 9002 §6.1): after this many later
@@ -96,7 +98,14 @@ impl QuicConfig {
             datagram_channel: None,
             loss_detection: None,
             datagram_send_buffer: None,
+            cid_log: None,
         }
+    }
+
+    /// Log every connection ID the endpoint issues in `log`.
+    pub fn with_cid_log(mut self, log: crate::cid::CidLog) -> QuicConfig {
+        self.cid_log = Some(log);
+        self
     }
 
     /// Negotiate this TLS application protocol instead of `pepkit`.

@@ -290,7 +290,12 @@ impl<A: App> Core<A> {
                 .values()
                 .any(|c| !c.drained && !c.conn.is_handshaking() && !c.conn.is_closed())
         };
-        if self.channel.as_ref().is_some_and(DatagramChannel::has_outgoing) && open() {
+        if self
+            .channel
+            .as_ref()
+            .is_some_and(DatagramChannel::has_outgoing)
+            && open()
+        {
             return Some(Time::ZERO);
         }
         self.conns

@@ -153,8 +153,8 @@ mod client;
 mod clock;
 mod config;
 mod controllers;
-mod endpoint;
 mod embedded;
+mod endpoint;
 mod entropy;
 mod keylog;
 mod keys;
@@ -176,11 +176,12 @@ pub use app::{App, AppFactory};
 pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use channel::DatagramChannel;
+pub use cid::CidLog;
 pub use client::QuicClient;
 pub use clock::SimClock;
 pub use config::{AckFrequency, LossDetection, QuicConfig};
-pub use embedded::EmbeddedEndpoint;
 pub use controllers::SharedFactory;
+pub use embedded::EmbeddedEndpoint;
 pub use keylog::KeyLog;
 pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,

@@ -161,6 +161,14 @@ impl<'a> Session<'a> {
         self.packets.and_then(PacketLog::min_rtt)
     }
 
+    /// The peer's address (of the connection's first path).
+    pub fn remote(&self) -> Option<std::net::SocketAddr> {
+        self.conn
+            .network_path(PathId::ZERO)
+            .ok()
+            .map(|path| path.remote())
+    }
+
     /// The connection's smoothed RTT.
     pub fn smoothed_rtt(&mut self) -> Duration {
         self.conn

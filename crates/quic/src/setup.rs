@@ -64,7 +64,11 @@ impl EndpointSetup {
         );
         endpoint
             .rng_seed(Some(rng_seed))
-            .cid_generator(CounterCidGenerator::factory(seed, label));
+            .cid_generator(CounterCidGenerator::factory(
+                seed,
+                label,
+                config.cid_log.clone(),
+            ));
         let mut provider = rustls::crypto::ring::default_provider();
         provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));
         provider.kx_groups = vec![SeededX25519::leak(seed, &format!("{label}/tls-kx"))];
