@@ -16,7 +16,8 @@
 //! * **BtlBw**: the maximum delivery rate over the last 10 round trips;
 //!   **RTprop**: the minimum RTT over 10 s.
 //! * **States**: Startup (gain 2/ln 2 for pacing and window until the
-//!   bandwidth grew less than 25% in 3 rounds), Drain (pacing gain ln 2/2
+//!   bandwidth grew less than 25% in 3 rounds not limited by the
+//!   application), Drain (pacing gain ln 2/2
 //!   until the data in flight fits one BDP), ProbeBW (pacing gains 5/4, 3/4,
 //!   then six rounds of 1, each phase one RTprop; window gain 2), ProbeRTT
 //!   (4 packets for 200 ms and a round, when RTprop was not refreshed for
@@ -39,6 +40,8 @@ const BW_ROUNDS: u64 = 10;
 const RTPROP_WINDOW: Duration = Duration::from_secs(10);
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const INITIAL_RTT: Duration = Duration::from_millis(100);
+/// Packets tracked behind the latest acknowledged one.
+const MAX_TRACKED: u64 = 100_000;
 
 /// The factory: BBR with its ProbeBW starting phase from the seed.
 #[derive(Clone, Copy, Debug, Default)]
@@ -95,6 +98,9 @@ pub struct Bbr {
     probe_rtt_round: Option<u64>,
     cwnd: u64,
     saved_cwnd: u64,
+    /// The window before a persistent-congestion collapse, restored if the
+    /// losses prove spurious.
+    before_collapse: Option<u64>,
 }
 
 impl Bbr {
@@ -125,6 +131,7 @@ impl Bbr {
             probe_rtt_round: None,
             cwnd: 10 * mss,
             saved_cwnd: 10 * mss,
+            before_collapse: None,
         }
     }
 
@@ -297,6 +304,14 @@ impl Controller for Bbr {
         let Some(sent) = self.packets.remove(&pn) else {
             return;
         };
+        // Forget packets far older than this one (lost for good).
+        while self
+            .packets
+            .first_key_value()
+            .is_some_and(|(&old, _)| old + MAX_TRACKED < pn)
+        {
+            self.packets.pop_first();
+        }
         self.first_sent = sent.sent;
         let round_start = sent.delivered >= self.next_round_delivered;
         if round_start {
@@ -313,7 +328,8 @@ impl Controller for Bbr {
                 self.add_bw_sample(rate);
             }
         }
-        self.check_full_pipe(round_start);
+        // A round limited by the application says nothing about the pipe.
+        self.check_full_pipe(round_start && !app_limited);
         self.update_state(now);
         self.update_cwnd(bytes);
     }
@@ -338,12 +354,20 @@ impl Controller for Bbr {
         _largest_lost_pn: u64,
     ) {
         if is_persistent_congestion {
+            self.before_collapse = Some(self.cwnd);
             self.cwnd = 4 * self.mss;
         }
     }
 
-    fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, _now: Instant) {
-        self.packets.remove(&pn);
+    fn on_spurious_congestion_event(&mut self) {
+        if let Some(cwnd) = self.before_collapse.take() {
+            self.cwnd = self.cwnd.max(cwnd);
+        }
+    }
+
+    fn on_packet_lost(&mut self, lost_bytes: u16, _pn: u64, _now: Instant) {
+        // The packet's send state stays: a loss declared on reordering is
+        // often followed by its ACK, whose delivery-rate sample counts.
         self.in_flight = self.in_flight.saturating_sub(u64::from(lost_bytes));
     }
 

@@ -58,6 +58,8 @@ pub struct QuicConfig {
     pub datagram_send_buffer: Option<usize>,
     /// Log the connection IDs the endpoint issues here (default: off).
     pub cid_log: Option<crate::cid::CidLog>,
+    /// Send a PING after this long without sending (default: never).
+    pub keep_alive: Option<Duration>,
 }
 
 /// When a packet is declared lost (RFC 9002 §6.1): after this many later
@@ -99,7 +101,14 @@ impl QuicConfig {
             loss_detection: None,
             datagram_send_buffer: None,
             cid_log: None,
+            keep_alive: None,
         }
+    }
+
+    /// Keep the connection alive with a PING after `interval` idle.
+    pub fn with_keep_alive(mut self, interval: Duration) -> QuicConfig {
+        self.keep_alive = Some(interval);
+        self
     }
 
     /// Log every connection ID the endpoint issues in `log`.

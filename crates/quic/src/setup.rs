@@ -46,6 +46,8 @@ pub(crate) struct EndpointSetup {
     datagram_send_buffer: Option<usize>,
     /// Whether each connection logs its packets.
     pub(crate) packet_log: bool,
+    /// PING after this long idle.
+    keep_alive: Option<std::time::Duration>,
     /// Datagrams to and from something beside the endpoint.
     pub(crate) channel: Option<crate::channel::DatagramChannel>,
 }
@@ -88,6 +90,7 @@ impl EndpointSetup {
             loss_detection: config.loss_detection,
             datagram_send_buffer: config.datagram_send_buffer,
             packet_log: config.packet_log,
+            keep_alive: config.keep_alive,
             channel: config.datagram_channel.clone(),
         }
     }
@@ -125,6 +128,9 @@ impl EndpointSetup {
             transport
                 .packet_threshold(loss.packet_threshold)
                 .time_threshold(loss.time_threshold);
+        }
+        if let Some(interval) = self.keep_alive {
+            transport.keep_alive_interval(Some(interval));
         }
         if let Some(bytes) = self.datagram_send_buffer {
             transport.datagram_send_buffer_size(bytes);

@@ -173,6 +173,9 @@ impl Tecc {
             .with_packet_log()
             .with_receive_window(64 << 20)
             .with_datagram_send_buffer(usize::from(self.outer_payload) * 4)
+            // QUIC-aware forwarding leaves the tunnel connection idle
+            // (draft-ietf-masque-quic-proxy §4.5): keep it alive.
+            .with_keep_alive(std::time::Duration::from_secs(5))
     }
 
     /// The tunnel server engine allowing `targets`.

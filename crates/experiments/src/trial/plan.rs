@@ -104,7 +104,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 names,
                 addrs: (flow.client, flow.server),
                 served,
-                counters: client_quic.1,
+                counters: client_quic.1.into_iter().chain(server_quic.1).collect(),
             },
         });
     }
