@@ -75,6 +75,9 @@ fn read_int(input: &mut &[u8], bits: u32) -> Result<u64, WireError> {
     loop {
         let (&byte, rest) = input.split_first().ok_or(WireError::Truncated)?;
         *input = rest;
+        if shift > 28 {
+            return Err(WireError::TooLarge("QPACK integer"));
+        }
         value += u64::from(byte & 0x7f) << shift;
         if value > u64::from(u32::MAX) {
             return Err(WireError::TooLarge("QPACK integer"));
@@ -282,6 +285,13 @@ mod tests {
         #[test]
         fn never_panics(input in proptest::collection::vec(any::<u8>(), 0..128)) {
             let _ = decode(&input);
+        }
+
+        #[test]
+        fn long_integers_are_refused_not_overflowed(len in 5usize..40) {
+            let mut input = vec![0x00, 0x00, 0xff];
+            input.extend(std::iter::repeat_n(0xff, len));
+            prop_assert!(decode(&input).is_err());
         }
 
         #[test]
