@@ -22,6 +22,9 @@
 //!   then six rounds of 1, each phase one RTprop; window gain 2), ProbeRTT
 //!   (4 packets for 200 ms and a round, when RTprop was not refreshed for
 //!   10 s).
+//! * **ACK aggregation** (Linux BBR's `extra_acked`, 2019): the window
+//!   also covers the largest burst of ACKs beyond BtlBw's expectation over
+//!   the last 10 rounds, so bursty links (cellular traces) stay busy.
 //! * Losses do not change the window (BBRv1 without its packet-conservation
 //!   episode; the model, not loss, sets the rate).
 //!
@@ -101,6 +104,12 @@ pub struct Bbr {
     /// The window before a persistent-congestion collapse, restored if the
     /// losses prove spurious.
     before_collapse: Option<u64>,
+    /// ACK aggregation: the current epoch's start and bytes acknowledged.
+    ack_epoch: (Instant, u64),
+    /// The largest excess of acknowledged bytes over BtlBw's expectation,
+    /// in two slots of 5 rounds each (Linux's `extra_acked`).
+    extra_acked: [u64; 2],
+    extra_slot: (usize, u64),
 }
 
 impl Bbr {
@@ -132,6 +141,9 @@ impl Bbr {
             cwnd: 10 * mss,
             saved_cwnd: 10 * mss,
             before_collapse: None,
+            ack_epoch: (now, 0),
+            extra_acked: [0; 2],
+            extra_slot: (0, 0),
         }
     }
 
@@ -251,8 +263,32 @@ impl Bbr {
         }
     }
 
+    /// Estimates how much more than BtlBw·t arrives in bursts (ACK
+    /// aggregation, bursty links such as cellular traces), so the window
+    /// covers it (Linux BBR's `bbr_update_ack_aggregation`).
+    fn update_ack_aggregation(&mut self, now: Instant, acked: u64, round_start: bool) {
+        if round_start {
+            self.extra_slot.1 += 1;
+            if self.extra_slot.1 >= 5 {
+                self.extra_slot = (1 - self.extra_slot.0, 0);
+                self.extra_acked[self.extra_slot.0] = 0;
+            }
+        }
+        let elapsed = now.saturating_duration_since(self.ack_epoch.0);
+        let expected = (u128::from(self.bandwidth()) * elapsed.as_micros() / 1_000_000) as u64;
+        if self.ack_epoch.1 <= expected || self.ack_epoch.1 + acked >= 1 << 20 {
+            self.ack_epoch = (now, 0);
+            return;
+        }
+        self.ack_epoch.1 += acked;
+        let extra = (self.ack_epoch.1 - expected).min(self.cwnd);
+        let slot = &mut self.extra_acked[self.extra_slot.0];
+        *slot = (*slot).max(extra);
+    }
+
     fn update_cwnd(&mut self, acked: u64) {
-        let target = self.bdp() * self.cwnd_gain() / 1000 + 3 * self.mss;
+        let extra = self.extra_acked.iter().copied().max().unwrap_or(0);
+        let target = self.bdp() * self.cwnd_gain() / 1000 + 3 * self.mss + extra;
         if self.filled {
             self.cwnd = (self.cwnd + acked).min(target);
         } else if self.cwnd < target || self.delivered < 10 * self.mss {
@@ -330,6 +366,7 @@ impl Controller for Bbr {
         }
         // A round limited by the application says nothing about the pipe.
         self.check_full_pipe(round_start && !app_limited);
+        self.update_ack_aggregation(now, bytes, round_start);
         self.update_state(now);
         self.update_cwnd(bytes);
     }

@@ -227,6 +227,10 @@ pub(crate) trait System {
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
+    /// Derives metrics of its own from everything the trial recorded
+    /// (its counters beside the workload's), once per trial, last.
+    fn derive(&self, _result: &mut TrialResult) {}
+
     /// A served flow after the trial: records what it put beside the
     /// client and returns the workload's own client host and the
     /// connection that carried the client's data beyond the node, if the

@@ -297,6 +297,21 @@ impl System for Tecc {
         result.set("tunnel_refused", sum(&|s| s.refused));
     }
 
+    fn derive(&self, result: &mut TrialResult) {
+        // TECC Figure 3's overall retransmission rate: the tunnel's and the
+        // end-to-end sender's retransmissions over the packets the sender
+        // sent (a one-flow chain).
+        let get = |name: &str| result.metrics.get(name).copied();
+        if let (Some(tunnel), Some(e2e), Some(sent)) = (
+            get("tunnel_server_retransmitted"),
+            get("sender_lost_packets"),
+            get("sender_sent_packets"),
+        ) && sent > 0.0
+        {
+            result.set("retransmission_rate", (tunnel + e2e) / sent);
+        }
+    }
+
     fn open_flow<'a>(
         &self,
         client: &'a dyn Host,
