@@ -227,9 +227,10 @@ pub(crate) trait System {
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
-    /// Derives metrics of its own from everything the trial recorded
-    /// (its counters beside the workload's), once per trial, last.
-    fn derive(&self, _result: &mut TrialResult) {}
+    /// Derives metrics (and time-series columns) of its own from
+    /// everything the trial recorded, its engine's and the workload's,
+    /// once per trial, last.
+    fn derive(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
     /// A served flow after the trial: records what it put beside the
     /// client and returns the workload's own client host and the

@@ -178,11 +178,13 @@ impl Tecc {
             .with_keep_alive(std::time::Duration::from_secs(5))
     }
 
-    /// The tunnel server engine allowing `targets`.
+    /// The tunnel server engine allowing `targets`, sampling its sending
+    /// state every `sample_interval` if given.
     pub fn server(
         &self,
         seed: Seed,
         targets: impl IntoIterator<Item = SocketAddr>,
+        sample_interval: Option<std::time::Duration>,
     ) -> TunnelServer {
         let allow = targets
             .into_iter()
@@ -196,7 +198,7 @@ impl Tecc {
                 settings: self.settings(),
                 template: UriTemplate::default(),
                 allow: Arc::new(allow),
-                sample_interval: None,
+                sample_interval,
             },
             first_port: FIRST_PORT,
         })
@@ -205,6 +207,37 @@ impl Tecc {
 
 /// A client with the tunnel client beside it.
 type Wrapped = TunnelClientHost<Box<dyn Host>>;
+
+/// The tunnel server's sending state (its first connection's: TECC Figure
+/// 4) as columns beside the data sender's series, at the same instants:
+/// each row takes the tunnel's last sample at or before it.
+fn add_tunnel_series(server: &TunnelServer, result: &mut TrialResult) {
+    let Some(times) = result.series.get("t_s").cloned() else {
+        return;
+    };
+    let samples = server.samples();
+    let Some(samples) = samples.first().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    let (mut queue, mut pacing, mut srtt) = (Vec::new(), Vec::new(), Vec::new());
+    let mut next = 0;
+    for t in times {
+        while samples.get(next).is_some_and(|s| s.at.as_secs_f64() <= t) {
+            next += 1;
+        }
+        let sample = next.checked_sub(1).map(|i| &samples[i]);
+        queue.push(sample.map_or(0.0, |s| s.queue_bytes as f64 / 1000.0));
+        pacing.push(
+            sample
+                .and_then(|s| s.pacing)
+                .map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6),
+        );
+        srtt.push(sample.map_or(0.0, |s| s.srtt.as_secs_f64() * 1000.0));
+    }
+    result.series.insert("tunnel_queue_kb".into(), queue);
+    result.series.insert("tunnel_pacing_mbps".into(), pacing);
+    result.series.insert("tunnel_srtt_ms".into(), srtt);
+}
 
 impl System for Tecc {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
@@ -245,7 +278,11 @@ impl System for Tecc {
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
         let targets = trial.flows.iter().map(|flow| flow.server);
-        Some(Box::new(self.server(trial.seed, targets)))
+        Some(Box::new(self.server(
+            trial.seed,
+            targets,
+            trial.quic.sample_interval,
+        )))
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
@@ -255,7 +292,7 @@ impl System for Tecc {
             (0..TESTBED_PORTS).map(|i| SocketAddr::new(TUNNEL_SERVER.ip(), FIRST_PORT + i)),
         );
         OnTestbed::Engine {
-            engine: Box::new(self.server(trial.seed, targets)),
+            engine: Box::new(self.server(trial.seed, targets, None)),
             placement: Placement::InPath,
             local,
         }
@@ -297,7 +334,10 @@ impl System for Tecc {
         result.set("tunnel_refused", sum(&|s| s.refused));
     }
 
-    fn derive(&self, result: &mut TrialResult) {
+    fn derive(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {
+        if let Some(server) = engine_as::<TunnelServer>(engine) {
+            add_tunnel_series(server, result);
+        }
         // TECC Figure 3's overall retransmission rate: the tunnel's and the
         // end-to-end sender's retransmissions over the packets the sender
         // sent (a one-flow chain).

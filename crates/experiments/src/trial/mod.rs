@@ -218,7 +218,7 @@ pub(crate) fn collect(
         Topology::Chain => result.completed = outcomes.iter().all(|o| o.completed),
         Topology::Dumbbell => add_shares(flows, &outcomes, result),
     }
-    system.derive(result);
+    system.derive(middle, result);
 }
 
 /// Competing flows: once every flow has its goodput, the total, each
