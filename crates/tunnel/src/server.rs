@@ -165,11 +165,16 @@ impl ServerApp {
         tunnel.from_target.push_back(payload);
     }
 
-    /// Whether a packet beside the tunnel is a forwarded one of ours.
-    pub fn is_forwarded(&self, packet: &[u8]) -> bool {
-        self.tunnels
-            .iter()
-            .any(|t| t.forwarding.is_forwarded(packet))
+    /// Whether a packet from `source` beside the tunnel is a forwarded one
+    /// of ours: it comes from this connection's client (virtual CIDs are
+    /// per client-facing socket, draft §2.2) with one of our virtual
+    /// target CIDs.
+    pub fn is_forwarded(&self, source: SocketAddr, packet: &[u8]) -> bool {
+        self.client == Some(source)
+            && self
+                .tunnels
+                .iter()
+                .any(|t| t.forwarding.is_forwarded(packet))
     }
 
     /// A forwarded packet from the client (MFT): goes to its target.

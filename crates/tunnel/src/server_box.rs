@@ -126,7 +126,7 @@ impl Middlebox for TunnelServer {
             let forwarded = self
                 .endpoint
                 .apps_mut()
-                .find(|app| app.is_forwarded(&datagram.payload));
+                .find(|app| app.is_forwarded(datagram.src, &datagram.payload));
             match forwarded {
                 Some(app) => app.forwarded_from_client(&datagram.payload),
                 None => self.accept(now, datagram),

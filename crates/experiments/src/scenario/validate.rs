@@ -44,6 +44,8 @@ impl RawScenario {
             None => 0,
             Some(after) => match self.path.iter().position(|name| name == after) {
                 Some(index) if index + 1 < self.path.len() => index,
+                // A dumbbell's right router is after its last hop.
+                Some(index) if !self.flows.is_empty() => index,
                 Some(_) => return fail("middle_after", "the last hop has no node after it"),
                 None => return fail("middle_after", format!("no hop called \"{after}\"")),
             },
@@ -251,6 +253,7 @@ impl RawScenario {
             start: Duration::ZERO,
             size: None,
             served,
+            access_delays: (None, None),
         })
     }
 
@@ -283,10 +286,11 @@ impl RawScenario {
                  shared bottleneck",
             );
         }
-        if middle_at != 0 {
+        if middle_at > 1 {
             return fail(
                 "middle_after",
-                "with [[flows]], `middle` runs on the left router, after the access hop",
+                "with [[flows]], `middle` runs on the left router (after path[0], the default) \
+                 or on the right one (middle_after = path[1])",
             );
         }
         if !matches!(self.workload, Workload::Bulk(_)) {
@@ -412,6 +416,10 @@ impl RawScenario {
             start: raw.start.0,
             size: raw.size.map(|size| size.0),
             served: raw.middle,
+            access_delays: (
+                raw.client_delay.map(|span| span.0),
+                raw.server_delay.map(|span| span.0),
+            ),
         })
     }
 }

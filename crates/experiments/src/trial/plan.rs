@@ -19,6 +19,9 @@ pub(crate) struct FlowHosts {
     pub server: Box<dyn Host>,
     /// When the client starts.
     pub start: Time,
+    /// Its own one-way delays on its client and server access hops (a
+    /// dumbbell's), if set.
+    pub access_delays: (Option<std::time::Duration>, Option<std::time::Duration>),
     /// What collecting its results needs.
     pub meta: FlowMeta,
 }
@@ -100,6 +103,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client,
             server,
             start: Time::ZERO + flow.start,
+            access_delays: flow.access_delays,
             meta: FlowMeta {
                 names,
                 addrs: (flow.client, flow.server),
