@@ -24,5 +24,5 @@ pub use mode::{Mode, SamplerSettings, TunnelSettings};
 pub use sampler::Sampler;
 pub use sender::{DatagramSender, SenderStats};
 pub use server::{ServerApp, ServerSample, ServerShared, ServerStats};
-pub use server_box::{TunnelServer, TunnelServerConfig};
+pub use server_box::{ServerHost, TunnelServer, TunnelServerConfig};
 pub use wire::feedback::Feedback;

@@ -178,3 +178,62 @@ impl Middlebox for TunnelServer {
         self.endpoint.poll_timeout().into_iter().chain(apps).min()
     }
 }
+
+/// The tunnel server as a host of its own ([`netsim::Host`]) rather than a
+/// middle node: on real UDP sockets (`pepkit tunnel-server`, through
+/// `emu::HostDriver`) it listens on its address and sends to targets from
+/// ports of its own, and sees only what is addressed to it.
+pub struct ServerHost {
+    server: TunnelServer,
+    /// Datagrams due later (the engine sends at once today).
+    held: VecDeque<Transmit>,
+}
+
+impl ServerHost {
+    /// Wraps `server`.
+    pub fn new(server: TunnelServer) -> ServerHost {
+        ServerHost {
+            server,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// The engine.
+    pub fn server(&self) -> &TunnelServer {
+        &self.server
+    }
+}
+
+impl netsim::Host for ServerHost {
+    fn handle_datagram(&mut self, now: Time, datagram: Datagram) {
+        self.server.handle_datagram(now, Interface(0), datagram);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if self.server.poll_timeout().is_some_and(|at| at <= now) {
+            self.server.handle_timeout(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Datagram> {
+        if self.held.front().is_some_and(|t| t.at <= now) {
+            return self.held.pop_front().map(|t| t.datagram);
+        }
+        while let Some(transmit) = self.server.poll_transmit(now) {
+            if transmit.at <= now {
+                return Some(transmit.datagram);
+            }
+            self.held.push_back(transmit);
+        }
+        None
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        let held = self.held.front().map(|t| t.at);
+        self.server.poll_timeout().into_iter().chain(held).min()
+    }
+
+    fn is_finished(&self) -> bool {
+        true
+    }
+}
