@@ -1,0 +1,236 @@
+//! Interoperability with masque-go v0.4.0 (peers/masque-go), in datagram
+//! mode, on loopback sockets:
+//!
+//! * masque-go's client, through `pepkit tunnel-server`, downloads 2 MB
+//!   from the quic-go bulk server (peers/quic-go);
+//! * our tunnel client (beside our QUIC client) downloads 2 MB from our
+//!   QUIC server through masque-go's proxy, which presents pepkit's test
+//!   certificate (our clients pin it).
+//!
+//! masque-go ignores capsules, so the stream modes and TECC's feedback are
+//! tested between our own ends (`tunnel_server.rs`, the simulator). Real
+//! mode: skips without root or without the peers (scripts/setup builds
+//! them); fails instead with `PEPKIT_REQUIRE_REAL=1`.
+
+use emu::{HostDriver, RealClock, RunUntil};
+use netsim::{Seed, Time};
+use quic::{
+    BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
+};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tunnel::{Mode, TunnelClientConfig, TunnelClientHost, TunnelSettings, UriTemplate};
+
+const TEMPLATE_PATH: &str = "/.well-known/masque/udp/{target_host}/{target_port}/";
+
+fn peer(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/peers")
+        .join(name)
+}
+
+fn runnable() -> Result<(), String> {
+    emu::available().map_err(|reason| format!("real mode {reason}"))?;
+    for name in ["masquego", "quicgo-bulk"] {
+        if !peer(name).exists() {
+            return Err(format!("{name} is not built (scripts/setup builds it)"));
+        }
+    }
+    Ok(())
+}
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+fn spawn(program: PathBuf, args: &[&str]) -> Child {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn terminate(mut child: Child) -> String {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
+    out
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    let body = base64(der);
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
+}
+
+#[test]
+fn masque_go_client_through_our_tunnel_server() {
+    if !emu::require_or_skip("masque-go client through pepkit tunnel-server", runnable()) {
+        return;
+    }
+    let server = spawn(
+        peer("quicgo-bulk"),
+        &["server", "--listen", "127.0.0.2:4443"],
+    );
+    let proxy = spawn(
+        PathBuf::from(env!("CARGO_BIN_EXE_pepkit")),
+        &[
+            "tunnel-server",
+            "--listen",
+            "127.0.0.1:24451",
+            "--allow",
+            "127.0.0.2:4443",
+            "--seed",
+            "1",
+            "--seconds",
+            "60",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let template = format!("https://127.0.0.1:24451{TEMPLATE_PATH}");
+    let output = Command::new(peer("masquego"))
+        .args([
+            "client",
+            "--template",
+            &template,
+            "--target",
+            "127.0.0.2:4443",
+        ])
+        .args(["--size", "2000000", "--timeout", "20"])
+        .output()
+        .unwrap();
+    let counters = terminate(proxy);
+    terminate(server);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("\"bytes\":2000000"),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(counters.contains("\"tunnels\":1"), "{counters}");
+}
+
+#[test]
+fn our_tunnel_client_through_masque_go_proxy() {
+    if !emu::require_or_skip("pepkit tunnel client through masque-go's proxy", runnable()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cert = quic::TestCertificate::new();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, pem("CERTIFICATE", cert.cert_der())).unwrap();
+    std::fs::write(&key_file, pem("PRIVATE KEY", cert.key_pkcs8())).unwrap();
+    let proxy_addr = "127.0.0.1:24452";
+    let template = format!("https://{proxy_addr}{TEMPLATE_PATH}");
+    let proxy = spawn(
+        peer("masquego"),
+        &[
+            "proxy",
+            "--listen",
+            proxy_addr,
+            "--template",
+            &template,
+            "--cert",
+            cert_file.to_str().unwrap(),
+            "--key",
+            key_file.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let seed = Seed::new(3);
+    let target = addr("127.0.0.2:4444");
+    let stop = Arc::new(AtomicBool::new(false));
+    let server_thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let host = QuicServer::new(
+                QuicConfig::new(seed).with_max_udp_payload(1200),
+                target,
+                BulkServerFactory,
+            );
+            let driver = HostDriver::bind(host, &[target]).unwrap();
+            driver
+                .run(RealClock::start(), RunUntil::Stopped, Time::MAX, &stop)
+                .unwrap()
+                .host
+        })
+    };
+    let inner = QuicClient::new(
+        QuicConfig::new(seed).with_max_udp_payload(1200),
+        addr("127.0.0.3:5000"),
+        target,
+        BulkClient::new(Direction::Download, 2_000_000),
+    );
+    let client = TunnelClientHost::new(
+        inner,
+        TunnelClientConfig {
+            settings: TunnelSettings::new(Mode::Datagram),
+            quic: QuicConfig::new(seed)
+                .with_alpn(b"h3")
+                .with_max_udp_payload(1350)
+                .with_packet_log()
+                .with_receive_window(64 << 20),
+            proxy: addr(proxy_addr),
+            local: addr("127.0.0.3:5443"),
+            template: UriTemplate::default(),
+            targets: vec![target],
+            feedback: None,
+            client_cids: None,
+        },
+    );
+    let driver = HostDriver::bind(client, &[]).unwrap();
+    let deadline = Time::ZERO + Duration::from_secs(20);
+    let run = driver
+        .run(
+            RealClock::start(),
+            RunUntil::Finished,
+            deadline,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let server_host = server_thread.join().unwrap();
+    terminate(proxy);
+    let report = BulkReport::from_hosts(run.host.inner(), &server_host);
+    let state = run.host.app_ref().and_then(|app| app.state(target));
+    let report =
+        report.unwrap_or_else(|| panic!("no transfer: tunnel {state:?}, {:?}", run.host.stats()));
+    assert_eq!(report.bytes, 2_000_000);
+}
