@@ -234,3 +234,134 @@ fn our_tunnel_client_through_masque_go_proxy() {
         report.unwrap_or_else(|| panic!("no transfer: tunnel {state:?}, {:?}", run.host.stats()));
     assert_eq!(report.bytes, 2_000_000);
 }
+
+/// CPU seconds a process used so far (utime + stime from /proc).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Fields 14 and 15 of stat (utime, stime), counted after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Packets per second per core each proxy forwards in datagram mode: our
+/// tunnel client sends 200-byte probes as fast as it can for 5 s through
+/// the proxy to a UDP sink; the rate is what reached the sink over the
+/// proxy process's CPU time. Ignored: run with
+/// `cargo test --release -p pepkit --test masque_interop capacity -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn capacity_against_masque_go() {
+    if !emu::require_or_skip("tunnel server capacity", runnable()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cert = quic::TestCertificate::new();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, pem("CERTIFICATE", cert.cert_der())).unwrap();
+    std::fs::write(&key_file, pem("PRIVATE KEY", cert.key_pkcs8())).unwrap();
+    let sink_addr = addr("127.0.0.2:9000");
+    let mut results = Vec::new();
+    for (name, proxy_addr) in [
+        ("pepkit", "127.0.0.1:24461"),
+        ("masque-go", "127.0.0.1:24462"),
+    ] {
+        let template = format!("https://{proxy_addr}{TEMPLATE_PATH}");
+        let proxy = if name == "pepkit" {
+            spawn(
+                PathBuf::from(env!("CARGO_BIN_EXE_pepkit")),
+                &[
+                    "tunnel-server",
+                    "--listen",
+                    proxy_addr,
+                    "--allow",
+                    "127.0.0.2:9000",
+                    "--seed",
+                    "1",
+                    "--seconds",
+                    "60",
+                ],
+            )
+        } else {
+            spawn(
+                peer("masquego"),
+                &[
+                    "proxy",
+                    "--listen",
+                    proxy_addr,
+                    "--template",
+                    &template,
+                    "--cert",
+                    cert_file.to_str().unwrap(),
+                    "--key",
+                    key_file.to_str().unwrap(),
+                ],
+            )
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        let sink = std::net::UdpSocket::bind(sink_addr).unwrap();
+        sink.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let counter = std::thread::spawn(move || {
+            let (mut count, mut buf) = (0u64, [0u8; 2048]);
+            while sink.recv_from(&mut buf).is_ok() {
+                count += 1;
+            }
+            count
+        });
+        let cpu_before = cpu_seconds(proxy.id());
+        let source = netsim::testing::CbrSource::new(
+            addr("127.0.0.3:5000"),
+            sink_addr,
+            200,
+            Duration::from_micros(10),
+            500_000,
+        );
+        let client = TunnelClientHost::new(
+            source,
+            TunnelClientConfig {
+                settings: TunnelSettings::new(Mode::Datagram),
+                quic: QuicConfig::new(Seed::new(4))
+                    .with_controller(Arc::new(cc::Unlimited))
+                    .with_alpn(b"h3")
+                    .with_max_udp_payload(1350)
+                    .with_packet_log()
+                    .with_receive_window(64 << 20),
+                proxy: addr(proxy_addr),
+                local: addr("127.0.0.3:5443"),
+                template: UriTemplate::default(),
+                targets: vec![sink_addr],
+                feedback: None,
+                client_cids: None,
+            },
+        );
+        let driver = HostDriver::bind(client, &[]).unwrap();
+        let deadline = Time::ZERO + Duration::from_secs(5);
+        let run = driver
+            .run(
+                RealClock::start(),
+                RunUntil::Stopped,
+                deadline,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+        let delivered = counter.join().unwrap();
+        let cpu = cpu_seconds(proxy.id()) - cpu_before;
+        terminate(proxy);
+        let pps = delivered as f64 / cpu.max(0.01);
+        println!(
+            "{name}: {} probes sent, {delivered} delivered, proxy CPU {cpu:.2} s, {pps:.0} packets/s per core",
+            run.host.inner().sent()
+        );
+        results.push(pps);
+    }
+    println!("pepkit / masque-go: {:.2}", results[0] / results[1]);
+}
