@@ -116,15 +116,10 @@ impl Args {
         let built = self
             .tunnel_cc
             .build(&cc::ControllerContext::new(seed, clock));
-        let quic = quic::QuicConfig::new(seed)
+        let base = quic::QuicConfig::new(seed)
             .with_controller(built.factory)
-            .with_clock(clock)
-            .with_alpn(b"h3")
-            .with_max_udp_payload(self.outer_payload)
-            .with_packet_log()
-            .with_receive_window(64 << 20)
-            .with_datagram_send_buffer(usize::from(self.outer_payload) * 4)
-            .with_keep_alive(Duration::from_secs(5));
+            .with_clock(clock);
+        let quic = tunnel::outer_config(base, self.outer_payload);
         Ok(TunnelServer::new(TunnelServerConfig {
             addr: self.listen,
             quic,

@@ -202,11 +202,7 @@ fn our_tunnel_client_through_masque_go_proxy() {
         inner,
         TunnelClientConfig {
             settings: TunnelSettings::new(Mode::Datagram),
-            quic: QuicConfig::new(seed)
-                .with_alpn(b"h3")
-                .with_max_udp_payload(1350)
-                .with_packet_log()
-                .with_receive_window(64 << 20),
+            quic: tunnel::outer_config(QuicConfig::new(seed), 1350),
             proxy: addr(proxy_addr),
             local: addr("127.0.0.3:5443"),
             template: UriTemplate::default(),
@@ -329,12 +325,10 @@ fn capacity_against_masque_go() {
             source,
             TunnelClientConfig {
                 settings: TunnelSettings::new(Mode::Datagram),
-                quic: QuicConfig::new(Seed::new(4))
-                    .with_controller(Arc::new(cc::Unlimited))
-                    .with_alpn(b"h3")
-                    .with_max_udp_payload(1350)
-                    .with_packet_log()
-                    .with_receive_window(64 << 20),
+                quic: tunnel::outer_config(
+                    QuicConfig::new(Seed::new(4)).with_controller(Arc::new(cc::Unlimited)),
+                    1350,
+                ),
                 proxy: addr(proxy_addr),
                 local: addr("127.0.0.3:5443"),
                 template: UriTemplate::default(),

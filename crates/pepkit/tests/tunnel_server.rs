@@ -91,11 +91,7 @@ fn download(
         Mode::Datagram
     });
     settings.feedback = tecc;
-    let outer = QuicConfig::new(seed)
-        .with_alpn(b"h3")
-        .with_max_udp_payload(1350)
-        .with_packet_log()
-        .with_receive_window(64 << 20);
+    let outer = tunnel::outer_config(QuicConfig::new(seed), 1350);
     let client = TunnelClientHost::new(
         inner,
         TunnelClientConfig {

@@ -4,12 +4,13 @@
 //! wrapper that puts it beside a client application is
 //! [`crate::TunnelClientHost`].
 
+use crate::carrier;
 use crate::connect_udp::{self, STREAM_GROUP_HEADER, UriTemplate};
 use crate::forward::{ClientForwarding, Route};
 use crate::h3::{H3Connection, RequestStream};
 use crate::mode::{Mode, TunnelSettings};
 use crate::sender::{DatagramSender, SenderStats};
-use crate::wire::capsule::{self, Capsule};
+use crate::wire::capsule::Capsule;
 use crate::wire::datagram;
 use crate::wire::feedback::Feedback;
 use bytes::Bytes;
@@ -85,16 +86,7 @@ pub struct ClientApp {
 impl ClientApp {
     /// A client that asks `authority` for tunnels with `template`.
     pub fn new(settings: TunnelSettings, template: UriTemplate, authority: String) -> ClientApp {
-        let sender = DatagramSender::new(
-            settings.mode.retransmits(),
-            settings.max_retransmissions,
-            settings.queue_limit,
-        );
-        let sender = if settings.record_losses {
-            sender.with_loss_log()
-        } else {
-            sender
-        };
+        let sender = carrier::sender(&settings);
         ClientApp {
             settings,
             template,
@@ -194,12 +186,7 @@ impl ClientApp {
 
     /// The counters.
     pub fn stats(&self) -> ClientStats {
-        let forwarded = self.tunnels.iter().fold((0, 0), |acc, t| {
-            (
-                acc.0 + t.forwarding.forwarded.0,
-                acc.1 + t.forwarding.forwarded.1,
-            )
-        });
+        let forwarded = carrier::sum_forwarded(self.tunnels.iter().map(|t| t.forwarding.forwarded));
         ClientStats {
             sender: self.sender.stats(),
             forwarded,
@@ -325,7 +312,6 @@ impl ClientApp {
 
     /// Sends what waits on the open tunnels, by mode.
     fn send_waiting(&mut self) {
-        let mode = self.settings.mode;
         for tunnel in &mut self.tunnels {
             if !matches!(tunnel.state, TunnelState::Open(_)) {
                 continue;
@@ -338,19 +324,14 @@ impl ClientApp {
                 }
                 tunnel.streams[0].send_capsules(&bytes);
             }
-            let id = tunnel.streams[0].id.id();
             while let Some(packet) = tunnel.waiting.pop_front() {
-                if mode.uses_datagrams() {
-                    let mut out = Vec::with_capacity(packet.len() + 8);
-                    datagram::encode(&mut out, id, &packet);
-                    self.sender.push(Bytes::from(out));
-                } else {
-                    let mut out = Vec::with_capacity(packet.len() + 8);
-                    capsule::encode_datagram(&mut out, &packet);
-                    let index = tunnel.next % tunnel.streams.len();
-                    tunnel.next += 1;
-                    tunnel.streams[index].send_capsules(&out);
-                }
+                carrier::encapsulate(
+                    &self.settings,
+                    &packet,
+                    &mut self.sender,
+                    &mut tunnel.streams,
+                    &mut tunnel.next,
+                );
             }
         }
     }

@@ -3,6 +3,7 @@
 //!
 //! (The design notes are completed below as the crate grows.)
 
+mod carrier;
 mod client;
 mod client_host;
 pub mod connect_udp;
@@ -15,6 +16,7 @@ mod server;
 mod server_box;
 pub mod wire;
 
+pub use carrier::outer_config;
 pub use client::{ClientApp, ClientStats, TunnelState};
 pub use client_host::{SetupTimes, TunnelClientConfig, TunnelClientHost};
 pub use connect_udp::{AllowList, UriTemplate};

@@ -4,13 +4,14 @@
 //! socket by the tunnel's mode, runs TECC's sampler and sends its
 //! feedback. The middlebox around it is [`crate::TunnelServer`].
 
+use crate::carrier;
 use crate::connect_udp::{self, AllowList, Refusal, UriTemplate};
 use crate::forward::ServerForwarding;
 use crate::h3::{H3Connection, RequestStream};
 use crate::mode::{Mode, TunnelSettings};
 use crate::sampler::{Sampler, TunnelState};
 use crate::sender::{DatagramSender, SenderStats};
-use crate::wire::capsule::{self, Capsule};
+use crate::wire::capsule::Capsule;
 use crate::wire::datagram;
 use bytes::Bytes;
 use netsim::{Rate, Time};
@@ -114,16 +115,7 @@ impl ServerApp {
     /// `ports` (one each).
     pub fn new(shared: ServerShared, ports: impl IntoIterator<Item = u16>) -> ServerApp {
         let settings = &shared.settings;
-        let sender = DatagramSender::new(
-            settings.mode.retransmits(),
-            settings.max_retransmissions,
-            settings.queue_limit,
-        );
-        let sender = if settings.record_losses {
-            sender.with_loss_log()
-        } else {
-            sender
-        };
+        let sender = carrier::sender(&settings);
         let sampler = settings.feedback.then(|| Sampler::new(settings.sampler));
         ServerApp {
             shared,
@@ -202,12 +194,7 @@ impl ServerApp {
 
     /// The counters.
     pub fn stats(&self) -> ServerStats {
-        let forwarded = self.tunnels.iter().fold((0, 0), |acc, t| {
-            (
-                acc.0 + t.forwarding.forwarded.0,
-                acc.1 + t.forwarding.forwarded.1,
-            )
-        });
+        let forwarded = carrier::sum_forwarded(self.tunnels.iter().map(|t| t.forwarding.forwarded));
         ServerStats {
             sender: self.sender.stats(),
             forwarded,
@@ -380,7 +367,6 @@ impl ServerApp {
     fn send_to_client(&mut self) {
         let mode = self.shared.settings.mode;
         for tunnel in &mut self.tunnels {
-            let id = tunnel.streams[0].id.id();
             while let Some(packet) = tunnel.from_target.pop_front() {
                 self.stats.from_targets += 1;
                 if mode == Mode::Forwarding
@@ -389,17 +375,13 @@ impl ServerApp {
                     self.forwarded_out.push(Bytes::from(wire));
                     continue;
                 }
-                if mode.uses_datagrams() {
-                    let mut out = Vec::with_capacity(packet.len() + 8);
-                    datagram::encode(&mut out, id, &packet);
-                    self.sender.push(Bytes::from(out));
-                } else {
-                    let mut out = Vec::with_capacity(packet.len() + 8);
-                    capsule::encode_datagram(&mut out, &packet);
-                    let index = tunnel.next % tunnel.streams.len();
-                    tunnel.next += 1;
-                    tunnel.streams[index].send_capsules(&out);
-                }
+                carrier::encapsulate(
+                    &self.shared.settings,
+                    &packet,
+                    &mut self.sender,
+                    &mut tunnel.streams,
+                    &mut tunnel.next,
+                );
             }
         }
     }

@@ -165,17 +165,10 @@ impl Tecc {
         };
         let clock = SimClock::new();
         let built = controller.build(&cc::ControllerContext::new(seed, clock));
-        QuicConfig::new(seed)
+        let base = QuicConfig::new(seed)
             .with_controller(built.factory)
-            .with_clock(clock)
-            .with_alpn(b"h3")
-            .with_max_udp_payload(self.outer_payload)
-            .with_packet_log()
-            .with_receive_window(64 << 20)
-            .with_datagram_send_buffer(usize::from(self.outer_payload) * 4)
-            // QUIC-aware forwarding leaves the tunnel connection idle
-            // (draft-ietf-masque-quic-proxy §4.5): keep it alive.
-            .with_keep_alive(std::time::Duration::from_secs(5))
+            .with_clock(clock);
+        tunnel::outer_config(base, self.outer_payload)
     }
 
     /// The tunnel server engine allowing `targets`, sampling its sending

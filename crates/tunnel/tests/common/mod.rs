@@ -25,13 +25,10 @@ pub(crate) fn addr(text: &str) -> SocketAddr {
 /// The outer connection's configuration (1350-byte payloads, h3, no
 /// congestion control).
 pub(crate) fn outer(seed: Seed) -> QuicConfig {
-    QuicConfig::new(seed)
-        .with_controller(Arc::new(cc::Unlimited))
-        .with_alpn(b"h3")
-        .with_max_udp_payload(1350)
-        .with_packet_log()
-        .with_receive_window(64 << 20)
-        .with_datagram_send_buffer(4096)
+    tunnel::outer_config(
+        QuicConfig::new(seed).with_controller(Arc::new(cc::Unlimited)),
+        1350,
+    )
 }
 
 /// The tunnel client config for one target.
