@@ -115,7 +115,7 @@ impl ServerApp {
     /// `ports` (one each).
     pub fn new(shared: ServerShared, ports: impl IntoIterator<Item = u16>) -> ServerApp {
         let settings = &shared.settings;
-        let sender = carrier::sender(&settings);
+        let sender = carrier::sender(settings);
         let sampler = settings.feedback.then(|| Sampler::new(settings.sampler));
         ServerApp {
             shared,
