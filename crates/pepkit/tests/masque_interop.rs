@@ -12,18 +12,18 @@
 //! mode: skips without root or without the peers (scripts/setup builds
 //! them); fails instead with `PEPKIT_REQUIRE_REAL=1`.
 
+mod common;
+
+use common::{addr, download, terminate, tunnel_client};
 use emu::{HostDriver, RealClock, RunUntil};
 use netsim::{Seed, Time};
-use quic::{
-    BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
-};
-use std::net::SocketAddr;
+use quic::QuicConfig;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use tunnel::{Mode, TunnelClientConfig, TunnelClientHost, TunnelSettings, UriTemplate};
+use tunnel::{Mode, TunnelSettings};
 
 const TEMPLATE_PATH: &str = "/.well-known/masque/udp/{target_host}/{target_port}/";
 
@@ -43,10 +43,6 @@ fn runnable() -> Result<(), String> {
     Ok(())
 }
 
-fn addr(text: &str) -> SocketAddr {
-    text.parse().unwrap()
-}
-
 fn spawn(program: PathBuf, args: &[&str]) -> Child {
     Command::new(program)
         .args(args)
@@ -54,16 +50,6 @@ fn spawn(program: PathBuf, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-fn terminate(mut child: Child) -> String {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
-    let mut out = String::new();
-    let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
-    out
 }
 
 fn base64(bytes: &[u8]) -> String {
@@ -85,6 +71,35 @@ fn base64(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// pepkit's test certificate and key as PEM files in `dir`, for
+/// masque-go's proxy (our clients pin that certificate).
+fn certificate_files(dir: &std::path::Path) -> (String, String) {
+    let cert = quic::TestCertificate::new();
+    let (cert_file, key_file) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_file, pem("CERTIFICATE", cert.cert_der())).unwrap();
+    std::fs::write(&key_file, pem("PRIVATE KEY", cert.key_pkcs8())).unwrap();
+    let text = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    (text(cert_file), text(key_file))
+}
+
+/// masque-go's proxy at `listen`.
+fn masque_go_proxy(listen: &str, dir: &std::path::Path) -> Child {
+    let (cert, key) = certificate_files(dir);
+    let template = format!("https://{listen}{TEMPLATE_PATH}");
+    let args = [
+        "proxy",
+        "--listen",
+        listen,
+        "--template",
+        &template,
+        "--cert",
+        &cert,
+        "--key",
+        &key,
+    ];
+    spawn(peer("masquego"), &args)
 }
 
 fn pem(label: &str, der: &[u8]) -> String {
@@ -136,7 +151,7 @@ fn masque_go_client_through_our_tunnel_server() {
         .args(["--size", "2000000", "--timeout", "20"])
         .output()
         .unwrap();
-    let counters = terminate(proxy);
+    let (_, counters) = terminate(proxy);
     terminate(server);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -153,81 +168,13 @@ fn our_tunnel_client_through_masque_go_proxy() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cert = quic::TestCertificate::new();
-    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_file, pem("CERTIFICATE", cert.cert_der())).unwrap();
-    std::fs::write(&key_file, pem("PRIVATE KEY", cert.key_pkcs8())).unwrap();
-    let proxy_addr = "127.0.0.1:24452";
-    let template = format!("https://{proxy_addr}{TEMPLATE_PATH}");
-    let proxy = spawn(
-        peer("masquego"),
-        &[
-            "proxy",
-            "--listen",
-            proxy_addr,
-            "--template",
-            &template,
-            "--cert",
-            cert_file.to_str().unwrap(),
-            "--key",
-            key_file.to_str().unwrap(),
-        ],
-    );
+    let proxy = masque_go_proxy("127.0.0.1:24452", dir.path());
     std::thread::sleep(Duration::from_millis(500));
-    let seed = Seed::new(3);
     let target = addr("127.0.0.2:4444");
-    let stop = Arc::new(AtomicBool::new(false));
-    let server_thread = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let host = QuicServer::new(
-                QuicConfig::new(seed).with_max_udp_payload(1200),
-                target,
-                BulkServerFactory,
-            );
-            let driver = HostDriver::bind(host, &[target]).unwrap();
-            driver
-                .run(RealClock::start(), RunUntil::Stopped, Time::MAX, &stop)
-                .unwrap()
-                .host
-        })
-    };
-    let inner = QuicClient::new(
-        QuicConfig::new(seed).with_max_udp_payload(1200),
-        addr("127.0.0.3:5000"),
-        target,
-        BulkClient::new(Direction::Download, 2_000_000),
-    );
-    let client = TunnelClientHost::new(
-        inner,
-        TunnelClientConfig {
-            settings: TunnelSettings::new(Mode::Datagram),
-            quic: tunnel::outer_config(QuicConfig::new(seed), 1350),
-            proxy: addr(proxy_addr),
-            local: addr("127.0.0.3:5443"),
-            template: UriTemplate::default(),
-            targets: vec![target],
-            feedback: None,
-            client_cids: None,
-        },
-    );
-    let driver = HostDriver::bind(client, &[]).unwrap();
-    let deadline = Time::ZERO + Duration::from_secs(20);
-    let run = driver
-        .run(
-            RealClock::start(),
-            RunUntil::Finished,
-            deadline,
-            &AtomicBool::new(false),
-        )
-        .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let server_host = server_thread.join().unwrap();
+    let settings = TunnelSettings::new(Mode::Datagram);
+    let (report, state) = download(addr("127.0.0.1:24452"), target, "127.0.0.3", settings, 20);
     terminate(proxy);
-    let report = BulkReport::from_hosts(run.host.inner(), &server_host);
-    let state = run.host.app_ref().and_then(|app| app.state(target));
-    let report =
-        report.unwrap_or_else(|| panic!("no transfer: tunnel {state:?}, {:?}", run.host.stats()));
+    let report = report.unwrap_or_else(|| panic!("no transfer: tunnel {state:?}"));
     assert_eq!(report.bytes, 2_000_000);
 }
 
@@ -260,17 +207,12 @@ fn capacity_against_masque_go() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let cert = quic::TestCertificate::new();
-    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_file, pem("CERTIFICATE", cert.cert_der())).unwrap();
-    std::fs::write(&key_file, pem("PRIVATE KEY", cert.key_pkcs8())).unwrap();
     let sink_addr = addr("127.0.0.2:9000");
     let mut results = Vec::new();
     for (name, proxy_addr) in [
         ("pepkit", "127.0.0.1:24461"),
         ("masque-go", "127.0.0.1:24462"),
     ] {
-        let template = format!("https://{proxy_addr}{TEMPLATE_PATH}");
         let proxy = if name == "pepkit" {
             spawn(
                 PathBuf::from(env!("CARGO_BIN_EXE_pepkit")),
@@ -287,20 +229,7 @@ fn capacity_against_masque_go() {
                 ],
             )
         } else {
-            spawn(
-                peer("masquego"),
-                &[
-                    "proxy",
-                    "--listen",
-                    proxy_addr,
-                    "--template",
-                    &template,
-                    "--cert",
-                    cert_file.to_str().unwrap(),
-                    "--key",
-                    key_file.to_str().unwrap(),
-                ],
-            )
+            masque_go_proxy(proxy_addr, dir.path())
         };
         std::thread::sleep(Duration::from_millis(500));
         let sink = std::net::UdpSocket::bind(sink_addr).unwrap();
@@ -321,21 +250,18 @@ fn capacity_against_masque_go() {
             Duration::from_micros(10),
             500_000,
         );
-        let client = TunnelClientHost::new(
+        let outer = tunnel::outer_config(
+            QuicConfig::new(Seed::new(4)).with_controller(Arc::new(cc::Unlimited)),
+            1350,
+        );
+        let settings = TunnelSettings::new(Mode::Datagram);
+        let client = tunnel_client(
             source,
-            TunnelClientConfig {
-                settings: TunnelSettings::new(Mode::Datagram),
-                quic: tunnel::outer_config(
-                    QuicConfig::new(Seed::new(4)).with_controller(Arc::new(cc::Unlimited)),
-                    1350,
-                ),
-                proxy: addr(proxy_addr),
-                local: addr("127.0.0.3:5443"),
-                template: UriTemplate::default(),
-                targets: vec![sink_addr],
-                feedback: None,
-                client_cids: None,
-            },
+            outer,
+            settings,
+            addr(proxy_addr),
+            sink_addr,
+            "127.0.0.3",
         );
         let driver = HostDriver::bind(client, &[]).unwrap();
         let deadline = Time::ZERO + Duration::from_secs(5);
