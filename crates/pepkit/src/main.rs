@@ -11,6 +11,7 @@ mod run_scenario;
 mod sidekick_proxy;
 mod tcp_pep;
 mod testbed;
+mod tunnel_server;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,9 @@ enum Command {
     /// Run the transparent split-connection TCP PEP on a real router
     /// (nftables tproxy), the papers' "TCP + PEP" baseline.
     TcpPep(tcp_pep::Args),
+    /// Run the TECC / MASQUE tunnel server (HTTP/3 CONNECT-UDP) on UDP
+    /// sockets of this host, forwarding to the targets --allow names.
+    TunnelServer(tunnel_server::Args),
     /// Real-mode testbeds: check the link emulator, bring one up to work
     /// in, clean up after crashed runs.
     Testbed {
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),
+        Command::TunnelServer(args) => tunnel_server::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),
