@@ -8,6 +8,14 @@
 //!   PACUBIC needs. [`Cubic`] wraps it as a plain controller
 //!   ([`CubicConfig`] is its factory) so it can be compared with
 //!   noq-proto's own `"cubic"`.
+//! * [`Bbr`] is BBR version 1, deterministic (noq-proto's BBRv3 draws
+//!   its probe timing from the OS), and BBR-S; [`BbrFactory`] is its
+//!   factory. PCC (Vivace, Proteus), Copa and LEDBAT are in their modules.
+//! * [`Tecc`] is TECC's rate control on the application server (§4.2,
+//!   Algorithm 1): it paces at the rate the tunnel server feeds back
+//!   (QUIC_INFO datagrams on the end-to-end connection), BBR until the
+//!   first feedback.
+//! * [`Unlimited`] is no congestion control (a tunnel's "none").
 //! * [`Pacubic`] is Sidekick's path-aware CUBIC (NSDI 2024 §4.3.2,
 //!   appendix A). It reads the sender engine's events
 //!   ([`sidekick::Signals`]) at each controller callback: a loss reported
@@ -59,6 +67,8 @@ mod pacubic;
 pub mod pcc;
 mod ratio;
 mod registry;
+mod tecc;
+mod unlimited;
 mod windowed;
 
 pub use bbr::{Bbr, BbrFactory};
@@ -71,3 +81,5 @@ pub use pcc::utility::{Utility, UtilityHandle};
 pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
+pub use tecc::{RateLaw, Tecc, TeccFactory, TeccSettings, TeccStats};
+pub use unlimited::Unlimited;

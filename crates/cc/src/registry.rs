@@ -61,6 +61,12 @@ pub enum Controller {
     Copa(crate::CopaSettings),
     /// LEDBAT (RFC 6817, [`crate::Ledbat`]), its delays from RTTs.
     Ledbat(crate::LedbatSettings),
+    /// No congestion control ([`crate::Unlimited`]; for a tunnel whose
+    /// inner connections have their own).
+    None,
+    /// TECC's rate control on the application server ([`crate::Tecc`]):
+    /// reads the tunnel server's feedback.
+    Tecc(crate::tecc::TeccSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -72,6 +78,10 @@ pub enum Input {
     /// A utility handle an application drives ([`crate::UtilityHandle`]):
     /// Proteus-H's threshold, or a mid-flow switch of utility.
     UtilityHandle,
+    /// TECC's feedback, relayed by the tunnel client to the application
+    /// server as QUIC_INFO datagrams on the end-to-end connection (the
+    /// server endpoint's [`quic::DatagramChannel`]).
+    TeccFeedback,
 }
 
 /// What a controller may use when it is built.
@@ -87,6 +97,10 @@ pub struct ControllerContext {
     /// The utility handle of the application on the endpoint, when its
     /// workload drives one (a PCC sender reads it; others ignore it).
     pub utility: Option<crate::UtilityHandle>,
+    /// The datagrams the endpoint receives (TECC's QUIC_INFO), when a TECC
+    /// tunnel serves its flow; the endpoint must get the same channel
+    /// (`QuicConfig::with_datagram_channel`).
+    pub tecc: Option<quic::DatagramChannel>,
 }
 
 impl ControllerContext {
@@ -97,6 +111,7 @@ impl ControllerContext {
             clock,
             sidekick: None,
             utility: None,
+            tecc: None,
         }
     }
 }
@@ -116,6 +131,8 @@ pub struct Built {
     pub factory: SharedFactory,
     /// Its counters, if it keeps any.
     pub counters: Option<Arc<dyn ControllerCounters>>,
+    /// The loss thresholds it asks of its endpoint, if not RFC 9002's.
+    pub loss_detection: Option<quic::LossDetection>,
 }
 
 impl Built {
@@ -123,6 +140,7 @@ impl Built {
         Built {
             factory,
             counters: None,
+            loss_detection: None,
         }
     }
 }
@@ -144,6 +162,8 @@ impl Controller {
             Controller::ProteusH(_) => "proteus-h",
             Controller::Copa(_) => "copa",
             Controller::Ledbat(_) => "ledbat",
+            Controller::None => "none",
+            Controller::Tecc(_) => "tecc",
         }
     }
 
@@ -160,7 +180,9 @@ impl Controller {
             | Controller::Ledbat(_)
             | Controller::Vivace
             | Controller::ProteusP(_)
-            | Controller::ProteusS(_) => None,
+            | Controller::ProteusS(_)
+            | Controller::None => None,
+            Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
                 crate::pacubic::PacubicSettings::REQUIRES,
@@ -182,8 +204,10 @@ impl Controller {
             | Controller::NoqBbr3
             | Controller::PepkitCubic
             | Controller::Copa(_)
-            | Controller::Ledbat(_) => false,
+            | Controller::Ledbat(_)
+            | Controller::None => false,
             Controller::Pacubic(_) => input == Input::SidekickSignals,
+            Controller::Tecc(_) => input == Input::TeccFeedback,
             Controller::Vivace
             | Controller::ProteusP(_)
             | Controller::ProteusS(_)
@@ -212,6 +236,8 @@ impl Controller {
             Controller::ProteusH(settings) => pcc::build(pcc::hybrid(settings), context),
             Controller::Copa(settings) => Built::plain(Arc::new(settings.clone())),
             Controller::Ledbat(settings) => Built::plain(Arc::new(settings.clone())),
+            Controller::None => Built::plain(Arc::new(crate::Unlimited)),
+            Controller::Tecc(settings) => settings.build(context),
         }
     }
 }
@@ -245,6 +271,8 @@ mod tests {
             "proteus-h",
             "copa",
             "ledbat",
+            "none",
+            "tecc",
         ] {
             let controller = from_toml_like(&[("name", name)]).unwrap();
             assert_eq!(controller.name(), name);

@@ -1,66 +1,64 @@
 //! pepkit's real mode: the same engines as the simulator, on real kernels,
 //! sockets and interfaces.
 //!
-//! # What this crate owns
+//! # The layout
 //!
-//! * **Testbeds** ([`Testbed`]): a chain of network namespaces — client,
-//!   middle nodes, server — joined by veth pairs through one emulator
-//!   namespace, with unique names per run, torn down on drop, on error and
-//!   on Ctrl-C ([`interrupt`]); stale ones from crashed runs are swept.
-//! * **The link emulator** ([`Relay`]): an AF_PACKET bump in the wire that
-//!   runs [`netsim::Link`] — the simulator's link model, the same code —
-//!   in real time, with batched receive and send.
-//! * **Engines on real sockets** ([`HostDriver`]): any [`netsim::Host`]
-//!   (our QUIC endpoints, the media workload, the Sidekick sender engine
-//!   beside them) driven on UDP sockets and the wall clock ([`RealClock`]).
-//! * **Middleboxes on real interfaces** ([`driver::MiddleDriver`]): any
-//!   [`netsim::Middlebox`] on a middle node, in the path (the driver
-//!   forwards, with `AF_PACKET` sockets) or beside it (the kernel forwards,
-//!   the driver sniffs), handed back when it stops
-//!   ([`Testbed::run_middlebox`]).
-//! * **Child processes** ([`Process`]): daemons and independent peers in a
-//!   namespace, each under `timeout`, stopped with SIGTERM.
-//! * **System tools** ([`command`]): `ip`, `ethtool`, `sysctl`, `nft`, each
-//!   under a time limit with errors that name the command.
+//! * **Testbeds** ([`Testbed`], `testbed/`): a chain of network namespaces
+//!   — client, middle nodes, server — joined by veth pairs through one
+//!   emulator namespace, with unique names per run, torn down on drop, on
+//!   error and on Ctrl-C ([`sys::interrupt`]); stale ones from crashed runs
+//!   are swept. Hosts and middleboxes run on its nodes
+//!   ([`Testbed::run_host`], [`Testbed::run_middlebox`]).
+//! * **The link emulator** ([`link`]): an AF_PACKET bump in the wire that
+//!   runs [`netsim::Link`] — the simulator's link model, the same code — in
+//!   real time ([`link::Relay`]), and the check of how closely it matches
+//!   its configuration ([`link::check`]).
+//! * **Engines on real sockets** ([`driver`]): any [`netsim::Host`] (our
+//!   QUIC endpoints, the media workload, the Sidekick sender engine beside
+//!   them) on UDP sockets and the wall clock ([`HostDriver`],
+//!   [`RealClock`]); any [`netsim::Middlebox`] on a middle node, in the
+//!   path (the driver forwards, with `AF_PACKET` sockets) or beside it (the
+//!   kernel forwards, the driver sniffs), handed back when it stops
+//!   ([`driver::MiddleDriver`]); the Ethernet frames it parses and builds
+//!   ([`driver::frame`]).
+//! * **Linux TCP** ([`tcp`]): bulk transfers on kernel sockets with a
+//!   congestion controller per socket ([`tcp::bulk`], [`tcp::congestion`])
+//!   and the transparent split-connection TCP PEP with its nftables
+//!   interception ([`tcp::pep`]).
+//! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
+//!   on the middlebox driver beside a router's path, with replies from a
+//!   raw socket and quACKs from its control address; [`bench::proxy_capacity`]
+//!   measures the packets per second it sustains on one core.
+//! * **The system** ([`sys`]): the system calls std does not wrap, the
+//!   system tools (`ip`, `ethtool`, `sysctl`, `nft`, each under a time limit
+//!   with errors that name the command: [`sys::command`]), child processes
+//!   under `timeout`, stopped with SIGTERM ([`Process`]), Ctrl-C.
 //! * **Real-mode tests' gate** ([`require_real_or_skip`]): a test without
 //!   root or namespaces prints why and passes, or fails when
 //!   [`REQUIRE_REAL`] (`PEPKIT_REQUIRE_REAL=1`, set by CI) is set.
-//! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
-//!   on the middlebox driver beside a router's path, with replies from a
-//!   raw socket and quACKs from its control address; [`frame`] parses what
-//!   the driver receives and builds what it sends; [`proxy_capacity`]
-//!   measures the packets per second it sustains on one core.
+//!
+//! The types used most are re-exported here: the testbed's, the host
+//! driver's, the clock, child processes and the tests' gate.
 //!
 //! # What it does not do
 //!
 //! Nothing here is deterministic: real mode measures a real kernel. IPv4
-//! only. `sys` is the one module with `unsafe` code (system calls std does
-//! not wrap).
+//! only. `sys/syscalls.rs` is the one module with `unsafe` code (system
+//! calls std does not wrap).
 
-pub mod command;
-pub mod interrupt;
-
-mod clock;
+pub mod bench;
 pub mod driver;
-mod host_driver;
-pub mod link_check;
-mod process;
-mod relay;
+pub mod link;
 mod require;
+pub mod sidekick_daemon;
 pub mod sys;
+pub mod tcp;
 mod testbed;
 
-pub use clock::RealClock;
-pub use host_driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
-pub use process::{Finished, Process};
-pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
+pub use driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use require::{REQUIRE_REAL, real_required, require_or_skip, require_real_or_skip};
+pub use sys::{Finished, Process, RealClock};
 pub use testbed::{
-    HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec,
-    available, sweep_stale,
+    HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Swept, Testbed, TestbedError,
+    TestbedSpec, available, sweep_stale,
 };
-pub mod frame;
-pub mod proxy_capacity;
-pub mod sidekick_daemon;
-pub mod tcp_bulk;
-pub mod tcp_pep;

@@ -8,7 +8,7 @@
 //!
 //! * every UDP datagram *arriving* on the interface that faces the data
 //!   senders, sniffed with an `AF_PACKET` socket (which ignores the host's
-//!   own outgoing frames), parsed by [`crate::frame`];
+//!   own outgoing frames), parsed by [`crate::driver::frame`];
 //! * the control messages (configure, reset), from a UDP socket bound to
 //!   the proxy's control address (their sniffed copies are skipped);
 //!
@@ -31,7 +31,7 @@
 //! off, the kernel's default): a coalesced frame holds many datagrams
 //! behind one header, and only the first would be counted.
 
-use crate::clock::RealClock;
+use crate::RealClock;
 use crate::driver::{
     DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Placement,
 };

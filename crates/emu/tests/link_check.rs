@@ -2,7 +2,7 @@
 //! namespaces; skips with a message otherwise, fails with
 //! `PEPKIT_REQUIRE_REAL=1`).
 
-use emu::link_check::{LinkCheckConfig, run};
+use emu::link::check::{LinkCheckConfig, run};
 use std::time::Duration;
 
 #[test]

@@ -4,9 +4,9 @@
 //! unchanged, and datagrams to its own socket address reach it without an
 //! ICMP port unreachable.
 //!
-//! Needs root and `ip netns`; skips (and says so) without them. The
-//! namespaces are removed when the testbed drops, also when an assertion
-//! fails.
+//! Needs root and `ip netns`; skips (and says so) without them, or fails
+//! with `PEPKIT_REQUIRE_REAL=1`. The namespaces are removed when the
+//! testbed drops, also when an assertion fails.
 
 use emu::driver::{MiddleStats, Placement};
 use emu::sys::{PacketSocket, RecvBatch};
@@ -214,7 +214,7 @@ fn wire_ttls(socket: &PacketSocket) -> io::Result<Vec<u8>> {
     let mut ttls = Vec::new();
     while socket.recv_batch(&mut batch)? > 0 {
         for (frame, _) in batch.frames() {
-            if let Ok(emu::frame::Frame::Udp(udp)) = emu::frame::parse_frame(frame)
+            if let Ok(emu::driver::frame::Frame::Udp(udp)) = emu::driver::frame::parse_frame(frame)
                 && udp.dst.port() == PLAIN
             {
                 ttls.push(udp.ttl);
@@ -226,7 +226,7 @@ fn wire_ttls(socket: &PacketSocket) -> io::Result<Vec<u8>> {
 
 fn forwarding(testbed: &Testbed) -> String {
     let middle = testbed.middle(0).unwrap();
-    emu::command::in_netns(
+    emu::sys::command::in_netns(
         &middle.netns,
         "sysctl",
         &["-n", "net.ipv4.conf.eth0.forwarding"],
@@ -351,8 +351,7 @@ fn check_own_address(traffic: &Traffic, toy: &Toy, stats: &MiddleStats) {
 
 #[test]
 fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
-    if let Err(reason) = emu::available() {
-        eprintln!("skipping: real mode {reason}");
+    if !emu::require_real_or_skip("a_toy_middlebox_in_path_forwards_drops_and_delays") {
         return;
     }
     let clock = RealClock::start();

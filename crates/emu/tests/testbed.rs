@@ -19,7 +19,7 @@ fn spec(rate: Rate) -> TestbedSpec {
 
 /// This process's testbed namespaces.
 fn ours() -> Vec<String> {
-    let list = emu::command::ip(&["netns", "list"]).unwrap();
+    let list = emu::sys::command::ip(&["netns", "list"]).unwrap();
     let prefix = format!("pk-{}-", std::process::id());
     list.lines()
         .filter_map(|l| l.split_whitespace().next())

@@ -325,27 +325,33 @@ fn flows_are_checked_by_field() {
 }
 
 #[test]
-fn flows_need_two_hops_and_a_served_flow_a_bulk_upload() {
+fn flows_need_two_hops_and_a_served_flow_a_bulk_transfer() {
     let three = flows("", TWO_FLOWS).replace(
         "path = [\"near\", \"far\"]",
         "path = [\"near\", \"mid\", \"far\"]",
     ) + "[hops.mid]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n";
     assert_mentions(&error(&three), &["`path`", "two hops"]);
 
-    // Downloads compete (the video workload's flows are downloads), but a
-    // middle system serves uploads only.
+    // Downloads share a dumbbell too (TECC's flows and the video
+    // workload's are downloads), but a middle system serves bulk transfers
+    // only.
     let download =
         flows("", TWO_FLOWS).replace("direction = \"upload\"", "direction = \"download\"");
     ScenarioFile::parse(&download, PathBuf::from("ok.toml")).unwrap();
-    let served = flows(
+    let media = flows("", TWO_FLOWS).replace(
+        "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+        "kind = \"media\"\nduration = \"10s\"",
+    );
+    assert_mentions(&error(&media), &["flows[0].workload", "QUIC"]);
+    let served_video = flows(
         "middle = \"split\"",
-        "[[flows]]\nname = \"A\"\nmiddle = true\n[[flows]]\nname = \"B\"\n",
-    )
-    .replace("direction = \"upload\"", "direction = \"download\"");
-    assert_mentions(&error(&served), &["flows[0].middle", "bulk uploads"]);
+        "[[flows]]\nname = \"A\"\nmiddle = true\nworkload = { kind = \"video\", ladder = \"1080p\", \
+         duration = \"10s\" }\n[[flows]]\nname = \"B\"\n",
+    );
+    assert_mentions(&error(&served_video), &["flows[0].middle", "bulk transfers"]);
 
     let variant = format!(
-        "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"far\"\n",
+        "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"beyond\"\n",
         flows("", TWO_FLOWS)
     );
     assert_mentions(&error(&variant), &["variant \"late\"", "middle_after"]);

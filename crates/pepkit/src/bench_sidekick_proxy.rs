@@ -1,6 +1,6 @@
 //! `pepkit bench sidekick-proxy`: how many packets per second the Sidekick
 //! proxy daemon sustains on one core while quACKing every flow, against
-//! the same capture loop doing nothing (`emu::proxy_capacity`).
+//! the same capture loop doing nothing (`emu::bench::proxy_capacity`).
 //!
 //! Needs root: it builds two network namespaces joined by a veth pair,
 //! offers the load inside them and removes them at the end.
@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use emu::proxy_capacity::{CapacityConfig, CapacityReport, run as measure};
+use emu::bench::proxy_capacity::{CapacityConfig, CapacityReport, run as measure};
 
 /// Options of `pepkit bench sidekick-proxy`.
 #[derive(clap::Args)]
@@ -55,7 +55,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         phase: Duration::from_secs_f64(args.phase),
         rounds: args.rounds,
     };
-    emu::interrupt::install();
+    emu::sys::interrupt::install();
     let report = match measure(&config) {
         Ok(report) => report,
         Err(e) => {

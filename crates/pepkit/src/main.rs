@@ -12,6 +12,7 @@ mod run_scenario;
 mod sidekick_proxy;
 mod tcp_pep;
 mod testbed;
+mod tunnel_server;
 
 use std::process::ExitCode;
 
@@ -30,13 +31,14 @@ enum Command {
     /// Run a scenario file's variants × trials in the simulator (or, with
     /// --real, on a namespace testbed) and write trial files, summary.json,
     /// CSVs, plots and summary.md. Exits 1 if a claim of the scenario does
-    /// not hold.
+    /// not hold, 2 on an error (a bad scenario file, results not written).
     Run(run_scenario::Args),
     /// Merge the shards of one run (pepkit run FILE --shard K/N, one
     /// directory each) into the files the whole run writes.
     Merge(merge::Args),
     /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
-    /// an index of the results with the paper's claims checked.
+    /// an index of the results with the paper's claims checked. Exits 1 if
+    /// a claim does not hold, 2 on an error.
     Reproduce(reproduce::Args),
     /// Run the Sidekick proxy on a real router's interface: answer
     /// sidekick requests and send quACKs to the senders that asked, while
@@ -45,6 +47,9 @@ enum Command {
     /// Run the transparent split-connection TCP PEP on a real router
     /// (nftables tproxy), the papers' "TCP + PEP" baseline.
     TcpPep(tcp_pep::Args),
+    /// Run the TECC / MASQUE tunnel server (HTTP/3 CONNECT-UDP) on UDP
+    /// sockets of this host, forwarding to the targets --allow names.
+    TunnelServer(tunnel_server::Args),
     /// Real-mode testbeds: check the link emulator, bring one up to work
     /// in, clean up after crashed runs.
     Testbed {
@@ -75,6 +80,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),
+        Command::TunnelServer(args) => tunnel_server::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),

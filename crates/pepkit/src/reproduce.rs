@@ -109,7 +109,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         std::fs::create_dir_all(&out).and_then(|()| std::fs::write(&index_path, index))
     {
         eprintln!("error: writing {}: {error}", index_path.display());
-        return ExitCode::FAILURE;
+        return ExitCode::from(2);
     }
     println!(
         "{held} of {} claims held; index of all results: {}",
@@ -176,7 +176,7 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
 fn real_mode_available() -> Result<bool, ExitCode> {
     match emu::available() {
         Ok(()) => {
-            emu::interrupt::install();
+            emu::sys::interrupt::install();
             Ok(true)
         }
         Err(reason) if std::env::var_os("PEPKIT_REQUIRE_REAL").is_some() => {

@@ -100,7 +100,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             Err(error) => eprintln!("warning: comparing with the other mode: {error}"),
         }
     }
-    if emu::interrupt::requested() {
+    if emu::sys::interrupt::requested() {
         eprintln!("interrupted: the results above are of the trials that ran");
         return ExitCode::from(130);
     }
@@ -155,7 +155,7 @@ fn run_shard(
 /// Real mode: root and namespaces checked up front, Ctrl-C handled.
 fn real_mode() -> Result<(), String> {
     emu::available().map_err(|reason| format!("real mode {reason}"))?;
-    emu::interrupt::install();
+    emu::sys::interrupt::install();
     Ok(())
 }
 
@@ -178,7 +178,7 @@ pub(crate) fn run_and_write(
     })?;
     let written = experiments::report::write(out, file, &results).map_err(|error| {
         eprintln!("error: writing results to {}: {error}", out.display());
-        ExitCode::FAILURE
+        ExitCode::from(2)
     })?;
     print_results(&results, options, &written, out);
     Ok(results)

@@ -1,7 +1,7 @@
 //! `pepkit tcp-pep`: the transparent split-connection TCP PEP (PEPsal-like)
 //! as a daemon on a router, the "TCP + PEP" baseline of the papers.
 
-use emu::tcp_pep::{self, TcpPep, TcpPepConfig};
+use emu::tcp::pep::{self, TcpPep, TcpPepConfig};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ and port) and relays the bytes. The rules are removed on exit.\n\
 Signals: SIGTERM or SIGINT stops it; it then prints its counters as one JSON line on stdout.")]
 pub(crate) struct Args {
     /// The local port tproxy diverts connections to.
-    #[arg(long, default_value_t = tcp_pep::DEFAULT_PORT)]
+    #[arg(long, default_value_t = pep::DEFAULT_PORT)]
     port: u16,
     /// TCP congestion control of both legs (TCP_CONGESTION; see
     /// /proc/sys/net/ipv4/tcp_available_congestion_control).
@@ -62,11 +62,11 @@ fn serve(args: &Args) -> Result<(), String> {
     // that started before the rules would have its later segments
     // diverted to a listener that does not know it, and be reset.
     if !args.no_rules {
-        tcp_pep::install(args.port).map_err(|e| e.to_string())?;
+        pep::install(args.port).map_err(|e| e.to_string())?;
     }
     let pep = TcpPep::new(config).map_err(|e| e.to_string());
     if pep.is_err() && !args.no_rules {
-        let _ = tcp_pep::uninstall();
+        let _ = pep::uninstall();
     }
     let pep = pep?;
     eprintln!(
@@ -75,7 +75,7 @@ fn serve(args: &Args) -> Result<(), String> {
     );
     let result = pep.run(stop).map_err(|e| e.to_string());
     if !args.no_rules
-        && let Err(e) = tcp_pep::uninstall()
+        && let Err(e) = pep::uninstall()
     {
         eprintln!("tcp-pep: removing the rules: {e}");
     }

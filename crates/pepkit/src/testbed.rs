@@ -2,7 +2,7 @@
 //! bring up a scenario's testbed to work in by hand, and clean up after
 //! runs that died.
 
-use emu::link_check::{LinkCheckConfig, LinkCheckReport};
+use emu::link::check::{LinkCheckConfig, LinkCheckReport};
 use experiments::ScenarioFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +21,10 @@ pub(crate) enum Command {
     /// Ctrl-C, printing its namespaces and addresses, so that you can run
     /// endpoints and daemons in it with `ip netns exec`.
     Up(UpArgs),
-    /// Remove the namespaces of testbeds whose pepkit process is gone.
+    /// Remove what testbeds of pepkit processes that are gone left behind:
+    /// kill the processes still running in their namespaces, then delete
+    /// the namespaces (their interfaces, routes and nftables tables go
+    /// with them).
     Clean,
 }
 
@@ -67,8 +70,17 @@ pub(crate) fn run(command: &Command) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Up(args) => up(args),
         Command::Clean => {
-            let removed = emu::sweep_stale();
-            println!("removed {} stale namespaces {removed:?}", removed.len());
+            let swept = emu::sweep_stale();
+            println!(
+                "killed {} processes left in dead runs' namespaces, removed {} namespaces \
+                 (with their interfaces, routes and nftables tables){}",
+                swept.processes.len(),
+                swept.namespaces.len(),
+                match swept.namespaces.as_slice() {
+                    [] => String::new(),
+                    names => format!(": {}", names.join(", ")),
+                }
+            );
             Ok(ExitCode::SUCCESS)
         }
     };
@@ -83,7 +95,7 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
     if !(args.rate_mbps > 0.0 && args.delay_ms >= 0.0 && args.seconds > 0.0) {
         return Err("--rate-mbps and --seconds must be positive, --delay-ms not negative".into());
     }
-    emu::interrupt::install();
+    emu::sys::interrupt::install();
     let config = LinkCheckConfig {
         delay: Duration::from_secs_f64(args.delay_ms / 1e3),
         rate: netsim::Rate::from_bps((args.rate_mbps * 1e6) as u64),
@@ -96,7 +108,7 @@ fn check(args: &CheckArgs) -> Result<ExitCode, String> {
         "checking the emulated link: {} ms, {} Mbit/s, loss {} ({} s per phase)…",
         args.delay_ms, args.rate_mbps, args.loss, args.seconds
     );
-    let report = emu::link_check::run(&config).map_err(|e| e.to_string())?;
+    let report = emu::link::check::run(&config).map_err(|e| e.to_string())?;
     if args.json {
         println!(
             "{}",
@@ -162,7 +174,7 @@ fn up(args: &UpArgs) -> Result<ExitCode, String> {
         experiments::Prepared::new(&variant.scenario, &file.path, "", experiments::Mode::Real)
             .map_err(|e| e.to_string())?;
     let spec = experiments::trial::testbed_spec(&prepared, 0)?;
-    emu::interrupt::install();
+    emu::sys::interrupt::install();
     let testbed = emu::Testbed::build(&spec, emu::RealClock::start()).map_err(|e| e.to_string())?;
     println!("testbed of {:?} is up:", variant.name);
     for node in testbed.nodes() {
@@ -185,7 +197,7 @@ fn up(args: &UpArgs) -> Result<ExitCode, String> {
     }
     println!("Ctrl-C tears it down (or after {} s).", args.seconds);
     let deadline = std::time::Instant::now() + Duration::from_secs(args.seconds);
-    while !emu::interrupt::requested() && std::time::Instant::now() < deadline {
+    while !emu::sys::interrupt::requested() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(testbed);

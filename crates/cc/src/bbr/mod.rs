@@ -16,6 +16,14 @@
 //!   phase other than 3/4; window gain 2; **ProbeRTT**: when RTprop is 10 s
 //!   old, the window drops to 4 packets for max(200 ms, one round) once the
 //!   flight is that small.
+//! * **ACK aggregation** (Linux's `extra_acked`, since 4.19): once the
+//!   pipe is full, the window also covers the largest excess of bytes
+//!   acknowledged over BtlBw's expectation within an epoch, over the last
+//!   10 rounds (two slots of 5), at most 100 ms at BtlBw, so bursty links
+//!   (cellular traces) stay busy.
+//! * **Startup** is left only on rounds whose samples were not limited by
+//!   the application (a round the application starved says nothing about
+//!   the pipe).
 //! * The window is the window gain times the BDP plus three send quanta
 //!   (2 packets each, Linux's budget below 1.2 Gbit/s), at least 4
 //!   packets; it grows towards that by the bytes acknowledged. Pacing is
@@ -56,6 +64,12 @@ const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const MIN_CWND: u64 = 4;
 /// The initial window, packets.
 const INITIAL_CWND: u64 = 10;
+/// ACK aggregation: rounds per `extra_acked` slot (Linux: 5).
+const EXTRA_ACKED_ROUNDS: u64 = 5;
+/// ACK aggregation: the window it adds covers at most this long at BtlBw.
+const EXTRA_ACKED_MAX: Duration = Duration::from_millis(100);
+/// ACK aggregation: an epoch restarts once it acknowledged this many bytes.
+const EPOCH_RESET_BYTES: u64 = 1 << 20;
 /// BBR-S: the smoothed RTT deviation that forces ProbeRTT.
 const BBR_S_DEVIATION: Duration = Duration::from_millis(20);
 /// BBR-S: how long that ProbeRTT lasts at least.
@@ -106,6 +120,14 @@ pub struct Bbr {
     srtt: Option<Duration>,
     rttvar: Duration,
     forced_probes: u64,
+    /// ACK aggregation: the current epoch's start and bytes acknowledged
+    /// in it.
+    ack_epoch: Option<(Instant, u64)>,
+    /// The largest excess of acknowledged bytes over BtlBw's expectation,
+    /// in two slots of [`EXTRA_ACKED_ROUNDS`] rounds each (Linux's
+    /// `extra_acked`), and the current slot with its age in rounds.
+    extra_acked: [u64; 2],
+    extra_slot: (usize, u64),
 }
 
 impl Bbr {
@@ -140,6 +162,9 @@ impl Bbr {
             srtt: None,
             rttvar: Duration::ZERO,
             forced_probes: 0,
+            ack_epoch: None,
+            extra_acked: [0; 2],
+            extra_slot: (0, 0),
         }
     }
 
@@ -201,9 +226,50 @@ impl Bbr {
         (rate as u64).max(1)
     }
 
+    /// The window ACK aggregation calls for once the pipe is full: the
+    /// largest recent excess of acknowledged bytes, at most 100 ms at
+    /// BtlBw (Linux's `bbr_ack_aggregation_cwnd`, gain 1).
+    fn aggregation_cwnd(&self) -> u64 {
+        if !self.filled_pipe {
+            return 0;
+        }
+        let cap = (self.btlbw() * EXTRA_ACKED_MAX.as_secs_f64()) as u64;
+        self.extra_acked.iter().copied().max().unwrap_or(0).min(cap)
+    }
+
+    /// Linux's `bbr_update_ack_aggregation`: how far the bytes
+    /// acknowledged since the epoch began exceed what BtlBw would have
+    /// delivered in that time.
+    fn update_ack_aggregation(&mut self, now: Instant, acked: u64) {
+        if acked == 0 {
+            return;
+        }
+        if self.round_start {
+            self.extra_slot.1 += 1;
+            if self.extra_slot.1 >= EXTRA_ACKED_ROUNDS {
+                self.extra_slot = (1 - self.extra_slot.0, 0);
+                self.extra_acked[self.extra_slot.0] = 0;
+            }
+        }
+        let (start, epoch_acked) = self.ack_epoch.unwrap_or((now, 0));
+        let elapsed = now.saturating_duration_since(start).as_secs_f64();
+        let expected = (self.btlbw() * elapsed) as u64;
+        let (start, epoch_acked, expected) =
+            if epoch_acked <= expected || epoch_acked + acked >= EPOCH_RESET_BYTES {
+                (now, 0, 0)
+            } else {
+                (start, epoch_acked, expected)
+            };
+        let epoch_acked = (epoch_acked + acked).min(EPOCH_RESET_BYTES - 1);
+        self.ack_epoch = Some((start, epoch_acked));
+        let extra = epoch_acked.saturating_sub(expected).min(self.cwnd);
+        let slot = &mut self.extra_acked[self.extra_slot.0];
+        *slot = (*slot).max(extra);
+    }
+
     /// The target window, bytes.
     fn target_cwnd(&self) -> u64 {
-        let mut target = self.bdp(self.cwnd_gain()) + 3 * 2 * self.mss;
+        let mut target = self.bdp(self.cwnd_gain()) + self.aggregation_cwnd() + 3 * 2 * self.mss;
         if self.mode == Mode::ProbeBw && self.cycle_index == 0 {
             target += 2 * self.mss;
         }
@@ -403,10 +469,13 @@ impl CongestionEngine for Bbr {
             self.rate.on_app_limited();
         }
         let acked = std::mem::take(&mut self.acked_in_batch);
+        // A round starts only with a sample of this batch.
+        self.round_start = false;
         if let Some(sample) = self.rate.end_batch() {
             self.on_rtt(sample.rtt);
             self.on_sample(now, sample);
         }
+        self.update_ack_aggregation(now, acked);
         if acked > 0 {
             self.update_cwnd(acked);
         }

@@ -86,6 +86,7 @@ pub(crate) fn build(config: PccConfig, context: &ControllerContext) -> Built {
     Built {
         factory: factory.clone(),
         counters: Some(factory),
+        loss_detection: None,
     }
 }
 

@@ -5,8 +5,8 @@
 //! source may be any address (the Sidekick proxy's discovery replies come
 //! from the receiver's). The kernel routes both.
 
-use super::{DriverError, LocalSocket, MiddleStats};
-use crate::frame::{FrameError, write_ipv4_udp_packet};
+use super::frame::{FrameError, write_ipv4_udp_packet};
+use super::middle::{DriverError, LocalSocket, MiddleStats};
 use netsim::Datagram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;

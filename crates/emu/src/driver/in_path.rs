@@ -5,8 +5,8 @@
 //! forwarding is off on the driver's interfaces while it runs
 //! ([`ForwardingOff`]).
 
-use super::{DriverError, LinkAddrs, MiddleStats, Port, Routes};
-use crate::frame::{FrameError, ipv4_destination, write_udp_frame};
+use super::frame::{FrameError, ipv4_destination, write_udp_frame};
+use super::middle::{DriverError, LinkAddrs, MiddleStats, Port, Routes};
 use netsim::{Route, Transmit};
 use std::fs::File;
 use std::io;
@@ -148,7 +148,7 @@ impl InPath {
     /// the kernel if it is for the node itself), anything else — and
     /// IPv4 without a route — out of every other interface.
     pub(super) fn pass_through(&mut self, from: usize, frame: &[u8], stats: &mut MiddleStats) {
-        if frame.len() < crate::frame::ETHERNET_HEADER {
+        if frame.len() < super::frame::ETHERNET_HEADER {
             return;
         }
         let hop = ipv4_destination(frame).map_or(Hop::Unroutable, |ip| self.routes.lookup(ip));

@@ -159,7 +159,11 @@ impl ScenarioFile {
             .collect::<Result<_, _>>()?;
         let quick = match quick {
             None => None,
-            Some(value) => Some(parse_quick(&path, value, &[&names[..], &series[..]].concat())?),
+            Some(value) => Some(parse_quick(
+                &path,
+                value,
+                &[&names[..], &series[..]].concat(),
+            )?),
         };
         Ok(ScenarioFile {
             path,

@@ -131,6 +131,9 @@ pub struct Flow {
     pub workload: Option<Workload>,
     /// The `[[flows]]` entry it was expanded from by a `count`, if any.
     pub group: Option<String>,
+    /// On a dumbbell: this flow's own one-way delays on its client and
+    /// server access hops, if set.
+    pub access_delays: (Option<Duration>, Option<Duration>),
 }
 
 impl Scenario {

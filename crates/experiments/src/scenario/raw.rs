@@ -220,6 +220,13 @@ pub(crate) struct RawFlow {
     /// The flow's own workload (default: the scenario's).
     #[serde(default)]
     pub workload: Option<Workload>,
+    /// This flow's own one-way delay on its client access hop (`path[0]`).
+    #[serde(default)]
+    pub client_delay: Option<Span>,
+    /// This flow's own one-way delay on its server access hop (default:
+    /// 10 µs).
+    #[serde(default)]
+    pub server_delay: Option<Span>,
 }
 
 /// `{ at = "30s", to = "proteus-s" }`: from `at` on, the flow's sender

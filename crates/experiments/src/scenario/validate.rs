@@ -45,6 +45,8 @@ impl RawScenario {
             None => 0,
             Some(after) => match self.path.iter().position(|name| name == after) {
                 Some(index) if index + 1 < self.path.len() => index,
+                // A dumbbell's right router is after its last hop.
+                Some(index) if !self.flows.is_empty() => index,
                 Some(_) => return fail("middle_after", "the last hop has no node after it"),
                 None => return fail("middle_after", format!("no hop called \"{after}\"")),
             },
@@ -295,12 +297,13 @@ impl RawScenario {
             switch: Vec::new(),
             workload: None,
             group: None,
+            access_delays: (None, None),
         })
     }
 
     /// What the client's and the server's controllers are given: what the
     /// workload's application drives for its data sender, and what the
-    /// middle system provides to the clients it serves (data senders).
+    /// middle system provides to the data senders of the flows it serves.
     fn inputs(&self, workload: &Workload, served: bool) -> (Vec<cc::Input>, Vec<cc::Input>) {
         let kind = workload.kind();
         let sender = kind.traits().data_sender;
@@ -312,11 +315,11 @@ impl RawScenario {
                 Side::Server => server.push(input),
             }
         }
-        if served
-            && sender == Side::Client
-            && let Some(input) = self.middle.system().provides()
-        {
-            client.push(input);
+        if served && let Some(input) = self.middle.system().provides() {
+            match sender {
+                Side::Client => client.push(input),
+                Side::Server => server.push(input),
+            }
         }
         (client, server)
     }
@@ -349,10 +352,11 @@ impl RawScenario {
                  shared bottleneck",
             );
         }
-        if middle_at != 0 {
+        if middle_at > 1 {
             return fail(
                 "middle_after",
-                "with [[flows]], `middle` runs on the left router, after the access hop",
+                "with [[flows]], `middle` runs on the left router (after path[0], the default) \
+                 or on the right one (middle_after = path[1])",
             );
         }
         let expanded = self.expand_flows()?;
@@ -476,8 +480,8 @@ impl RawScenario {
                      do)",
                 );
             }
-            if !bulk_upload {
-                return fail(&field("middle"), "a middle system serves bulk uploads");
+            if !matches!(workload, Workload::Bulk(_)) {
+                return fail(&field("middle"), "a middle system serves bulk transfers");
             }
         }
         let (mut client, server) = self.inputs(workload, flow.served);
@@ -500,13 +504,12 @@ impl RawScenario {
                     format!("{why}; give the flow middle = true to have it served"),
                 )
             })?;
-        let server_field = if traits.data_sender == Side::Server
-            && self.flows[raw_index].controller.is_some()
-        {
-            field("controller")
-        } else {
-            "server.controller".to_string()
-        };
+        let server_field =
+            if traits.data_sender == Side::Server && self.flows[raw_index].controller.is_some() {
+                field("controller")
+            } else {
+                "server.controller".to_string()
+            };
         self.check_requires(&flow.server_controller, &server_field, &server)
     }
 
@@ -572,6 +575,10 @@ impl RawScenario {
             switch,
             workload: raw.workload.clone(),
             group: raw.count.map(|_| raw.name.clone()),
+            access_delays: (
+                raw.client_delay.map(|span| span.0),
+                raw.server_delay.map(|span| span.0),
+            ),
         })
     }
 }

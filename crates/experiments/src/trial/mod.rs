@@ -199,8 +199,9 @@ pub(crate) struct FlowMeta {
     pub addrs: (std::net::SocketAddr, std::net::SocketAddr),
     /// Whether the middle system serves it.
     pub served: bool,
-    /// The data sender's controller's counters, if it keeps any.
-    pub counters: Option<Arc<dyn cc::ControllerCounters>>,
+    /// The client's and the server's controllers' counters, for those
+    /// that keep any.
+    pub counters: Vec<Arc<dyn cc::ControllerCounters>>,
     /// The `[[flows]]` entry it was expanded from by a `count`, if any.
     pub group: Option<String>,
 }
@@ -257,6 +258,7 @@ pub(crate) fn collect(
         add_window_metrics(scenario, flows, result);
     }
     add_group_means(flows, result);
+    system.derive(middle, result);
 }
 
 /// For the flows of one `[[flows]]` entry with a `count`, the mean of

@@ -6,7 +6,7 @@
 use super::{FlowMeta, Prepared};
 use crate::outcome::FlowNames;
 use crate::scenario::{Flow, Scenario};
-use crate::systems::{ServedFlow, Topology, TrialSetup};
+use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
 use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
 use quic::{QuicConfig, SimClock};
@@ -20,6 +20,9 @@ pub(crate) struct FlowHosts {
     pub server: Box<dyn Host>,
     /// When the client starts.
     pub start: Time,
+    /// Its own one-way delays on its client and server access hops (a
+    /// dumbbell's), if set.
+    pub access_delays: (Option<std::time::Duration>, Option<std::time::Duration>),
     /// What collecting its results needs.
     pub meta: FlowMeta,
 }
@@ -88,10 +91,12 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
         let served = flow.served;
         let workload = scenario.workload_of(flow).kind();
         let sender = workload.traits().data_sender;
-        // What the system feeds the client's controller, if it reads it.
-        let input = flow.client_controller.requires().map(|(input, _)| input);
-        let signals = (served && input.is_some() && system.provides() == input)
-            .then(sidekick::Signals::default);
+        // What the system passes between the flow's parts, if it serves it.
+        let feeds = if served {
+            system.feeds(&flow.client_controller, &flow.server_controller)
+        } else {
+            Feeds::default()
+        };
         // The handle the workload (or the flow's switches) drive, given to
         // the data sender's controller.
         let drives =
@@ -105,20 +110,16 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             &quic,
             &flow.client_controller,
             seed.derive(&names.label("controller/client")),
-            (signals.clone(), client_utility),
+            (Side::Client, &feeds, client_utility),
             flow.client_ack_frequency,
         );
         let server_quic = endpoint(
             &quic,
             &flow.server_controller,
             seed.derive(&names.label("controller/server")),
-            (None, server_utility),
+            (Side::Server, &feeds, server_utility),
             flow.server_ack_frequency,
         );
-        let counters = match sender {
-            Side::Client => client_quic.1,
-            Side::Server => server_quic.1,
-        };
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
             seed,
             client: flow.client,
@@ -136,7 +137,13 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 .collect(),
         });
         let client = if served {
-            system.wrap_client(client, seed, &names, signals)
+            let served = ServedClient {
+                seed,
+                names: &names,
+                addrs: (flow.client, flow.server),
+                feeds,
+            };
+            system.wrap_client(client, &served)
         } else {
             client
         };
@@ -144,11 +151,12 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client,
             server,
             start: Time::ZERO + flow.start,
+            access_delays: flow.access_delays,
             meta: FlowMeta {
                 names,
                 addrs: (flow.client, flow.server),
                 served,
-                counters,
+                counters: client_quic.1.into_iter().chain(server_quic.1).collect(),
                 group: flow.group.clone(),
             },
         });
@@ -156,14 +164,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     built
 }
 
-/// An endpoint's QUIC configuration with its controller built (with the
-/// sidekick's signals and the application's utility handle, where given),
-/// and the controller's counters.
+/// An endpoint's QUIC configuration with its controller built (with what
+/// the system feeds it and the application's utility handle, where
+/// given), and the controller's counters.
 fn endpoint(
     quic: &QuicConfig,
     controller: &cc::Controller,
     seed: Seed,
-    (sidekick, utility): (Option<sidekick::Signals>, Option<cc::UtilityHandle>),
+    (side, feeds, utility): (Side, &Feeds, Option<cc::UtilityHandle>),
     ack_frequency: Option<quic::AckFrequency>,
 ) -> (
     QuicConfig,
@@ -171,13 +179,31 @@ fn endpoint(
 ) {
     let clock = SimClock::new();
     let mut context = cc::ControllerContext::new(seed, clock);
-    context.sidekick = sidekick;
     context.utility = utility;
+    let (datagrams, cids) = match side {
+        Side::Client => {
+            context.sidekick = feeds.sidekick.clone();
+            (feeds.client_datagrams.clone(), feeds.client_cids.clone())
+        }
+        Side::Server => {
+            context.tecc = feeds.server_datagrams.clone();
+            (feeds.server_datagrams.clone(), None)
+        }
+    };
     let built = controller.build(&context);
     let mut config = quic
         .clone()
         .with_controller(built.factory)
         .with_clock(clock);
+    if let Some(channel) = datagrams {
+        config = config.with_datagram_channel(channel);
+    }
+    if let Some(log) = cids {
+        config = config.with_cid_log(log);
+    }
+    if let Some(loss) = built.loss_detection {
+        config = config.with_loss_detection(loss);
+    }
     if let Some(frequency) = ack_frequency {
         config = config.with_ack_frequency(frequency);
     }

@@ -2,7 +2,7 @@
 //! joined through the link emulator ([`emu::Testbed`]), the same hosts the
 //! simulator runs driven on UDP sockets in real time
 //! ([`emu::HostDriver`]), the middle system's same engine driven on the
-//! middle node's interfaces in process ([`emu::MiddleDriver`], in the path
+//! middle node's interfaces in process ([`emu::driver::MiddleDriver`], in the path
 //! or beside it), or a service of the node's kernel (the TCP PEP), and the
 //! same metrics read back from the same objects.
 //!
@@ -86,7 +86,7 @@ pub fn testbed_spec(prepared: &Prepared, trial: u32) -> Result<TestbedSpec, Stri
 pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult {
     let seed = prepared.scenario().trial_seed(trial);
     // After Ctrl-C the remaining trials are not started.
-    if emu::interrupt::requested() {
+    if emu::sys::interrupt::requested() {
         return TrialResult::interrupted(variant, trial, seed);
     }
     try_run(prepared, variant, trial)
@@ -334,7 +334,7 @@ fn run_tcp(
     (variant, trial, seed): (&str, u32, netsim::Seed),
     limit: Duration,
 ) -> Result<TrialResult, String> {
-    use emu::tcp_bulk::{
+    use emu::tcp::bulk::{
         BulkDirection, TcpBulkClient, TcpBulkClientConfig, TcpBulkServer, TcpBulkServerConfig,
     };
     let direction = match tcp.direction {

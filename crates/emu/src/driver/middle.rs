@@ -1,0 +1,689 @@
+//! The middlebox driver ([`MiddleDriver`]): a [`netsim::Middlebox`] on a
+//! node's interfaces, its loop and the engine's held datagrams; the
+//! placements' own work is in [`super::in_path`] and [`super::beside`].
+//! The module docs of [`crate::driver`] describe it.
+
+use super::beside::Beside;
+use super::frame::{Frame, UdpPacket, parse_frame};
+use super::in_path::{InPath, RouteTable};
+use crate::RealClock;
+use crate::link::Lateness;
+use crate::sys::{PacketSocket, PollFd, RecvBatch, poll};
+use bytes::Bytes;
+use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
+use serde::Serialize;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A reasonable `max_sleep` for [`MiddleDriver::turn`]: how late a stop
+/// request is seen at most.
+pub const MAX_SLEEP: Duration = Duration::from_millis(50);
+/// Frames received per `recvmmsg` call.
+pub const BATCH: usize = 64;
+/// Batches read from one interface per turn.
+const BATCHES_PER_TURN: usize = 16;
+/// The longest frame read whole: a 9216-byte jumbo MTU, an Ethernet header
+/// and two VLAN tags. Longer frames (coalesced by GRO) are dropped.
+const MAX_FRAME: usize = 9216 + 22;
+/// A packet socket's receive (and send) buffer: ~2 s of 100k small frames.
+const PACKET_BUFFER: usize = 16 << 20;
+/// A local socket's buffers.
+const LOCAL_BUFFER: usize = 4 << 20;
+/// Datagrams read from one local socket per turn.
+const LOCAL_PER_TURN: usize = 64;
+
+/// A MAC address.
+pub type Mac = [u8; 6];
+
+/// An interface's Ethernet addresses, which the driver writes into the
+/// frames it sends in path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkAddrs {
+    /// The interface's own MAC: the source of frames sent out of it.
+    pub mac: Mac,
+    /// The neighbour's MAC: their destination.
+    pub peer_mac: Mac,
+}
+
+/// One of the node's interfaces, as the driver uses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverInterface {
+    /// Its name in the node's namespace.
+    pub name: String,
+    /// Its Ethernet addresses; needed in path, unused beside it.
+    pub link: Option<LinkAddrs>,
+}
+
+impl DriverInterface {
+    /// An interface the driver only sniffs (beside the path).
+    pub fn sniffed(name: impl Into<String>) -> DriverInterface {
+        DriverInterface {
+            name: name.into(),
+            link: None,
+        }
+    }
+
+    /// An interface the driver sends on (in path), with its MAC and its
+    /// neighbour's.
+    pub fn wired(name: impl Into<String>, mac: Mac, peer_mac: Mac) -> DriverInterface {
+        DriverInterface {
+            name: name.into(),
+            link: Some(LinkAddrs { mac, peer_mac }),
+        }
+    }
+}
+
+/// The in-path routing table, for [`netsim::Route::ByDestination`] and
+/// for passed-through IPv4 packets: host routes, a default, and the node's
+/// own addresses (not forwarded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Routes {
+    /// Destination address → interface index.
+    pub to: Vec<(Ipv4Addr, usize)>,
+    /// The interface for every other destination (`None`: dropped and
+    /// counted as unroutable).
+    pub default: Option<usize>,
+    /// The node's own addresses.
+    pub local: Vec<Ipv4Addr>,
+}
+
+/// Where the engine sits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// In the path: the driver forwards, the kernel does not.
+    InPath {
+        /// How the engine's datagrams and passed-through packets leave.
+        routes: Routes,
+    },
+    /// Beside the path: the kernel forwards, the driver sniffs.
+    Beside {
+        /// The interfaces (indices into [`MiddleNodeSpec::interfaces`])
+        /// whose arriving frames the engine sees.
+        sniff: Vec<usize>,
+    },
+}
+
+/// A middle node as the driver runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MiddleNodeSpec {
+    /// The node's interfaces; `Interface(i)` is the `i`-th.
+    pub interfaces: Vec<DriverInterface>,
+    /// In path or beside it.
+    pub placement: Placement,
+    /// The engine's own socket addresses on the node (a control address):
+    /// a UDP socket is bound on each, and the engine's datagrams from one
+    /// of them leave from it beside the path.
+    pub local: Vec<SocketAddrV4>,
+}
+
+/// What the driver counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MiddleStats {
+    /// Frames read from the interfaces.
+    pub frames: u64,
+    /// UDP datagrams handed to the engine (or, in null mode, parsed for
+    /// it), from the interfaces and beside the path from local sockets.
+    pub datagrams: u64,
+    /// Frames that are not IPv4/UDP (ARP, TCP, ICMP, IPv6, fragments).
+    pub other_frames: u64,
+    /// Frames that do not parse (truncated, bad header or checksum).
+    pub malformed_frames: u64,
+    /// Frames longer than the driver reads (dropped).
+    pub oversize_frames: u64,
+    /// In path: other and malformed frames forwarded unchanged.
+    pub passed_through: u64,
+    /// Datagrams whose TTL ran out at this node (dropped).
+    pub ttl_expired: u64,
+    /// Beside the path: sniffed datagrams to a local socket address,
+    /// skipped (the socket's copy goes to the engine).
+    pub sniffed_local: u64,
+    /// Datagrams read from the local sockets (in path: discarded, the
+    /// engine had the sniffed copy).
+    pub local_datagrams: u64,
+    /// Frames or datagrams sent (the engine's, and passed-through frames).
+    pub sent: u64,
+    /// The engine's datagrams with no route, for the node itself, or not
+    /// IPv4 (dropped).
+    pub unroutable: u64,
+    /// Sends the kernel refused (full queue, too large, no route).
+    pub send_errors: u64,
+    /// The engine's datagrams held for a later [`Transmit::at`].
+    pub held: u64,
+    /// How late the held datagrams left against their `at`.
+    pub late: Lateness,
+    /// Frames the kernel dropped before the driver read them.
+    pub kernel_drops: u64,
+    /// Receive errors of a packet socket (its interface went down); the
+    /// driver goes on and sees frames again once it is back up.
+    pub interface_errors: u64,
+    /// Turns of the loop (wake-ups).
+    pub turns: u64,
+}
+
+/// Why the driver cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// Packet and raw sockets need root (`CAP_NET_RAW`).
+    #[error("needs root (CAP_NET_RAW) for its packet and raw sockets")]
+    NotRoot,
+    /// No interface of that name in this network namespace.
+    #[error("no interface {0} in this network namespace")]
+    NoInterface(String),
+    /// A local socket address is not an address of this host.
+    #[error("{0} is not an address of this host (cannot bind a socket to it)")]
+    AddrNotLocal(SocketAddrV4),
+    /// The spec does not fit together.
+    #[error("{0}")]
+    Config(String),
+    /// Something else about a socket.
+    #[error("{what}: {source}")]
+    Io {
+        /// What the driver was doing.
+        what: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// A packet socket and the interface it is on.
+pub(super) struct Port {
+    pub(super) socket: PacketSocket,
+    pub(super) iface: usize,
+}
+
+/// A bound UDP socket on one of the engine's addresses.
+pub(super) struct LocalSocket {
+    pub(super) addr: SocketAddrV4,
+    pub(super) socket: UdpSocket,
+}
+
+/// The placement's own state.
+enum Place {
+    InPath(InPath),
+    Beside(Beside),
+}
+
+/// A datagram waiting for its time.
+struct Held {
+    at: Time,
+    seq: u64,
+    transmit: Transmit,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Held {}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Held) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Held {
+    /// Reversed, so that the heap's top is the earliest (then the oldest).
+    fn cmp(&self, other: &Held) -> CmpOrdering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// Everything but the receive buffers: what handling a frame touches.
+struct Core<M> {
+    engine: M,
+    place: Place,
+    locals: Vec<LocalSocket>,
+    /// The interface datagrams from local sockets are said to arrive on.
+    local_iface: Interface,
+    held: BinaryHeap<Held>,
+    next_seq: u64,
+    stats: MiddleStats,
+    null: bool,
+    clock: RealClock,
+}
+
+/// A middlebox with its sockets open, ready to run.
+pub struct MiddleDriver<M: Middlebox> {
+    core: Core<M>,
+    ports: Vec<Port>,
+    fds: Vec<PollFd>,
+    batch: RecvBatch,
+    recv_buf: Vec<u8>,
+}
+
+/// A middlebox after its run ([`MiddleDriver::run`]).
+pub struct MiddleRun<M> {
+    /// The engine, with everything it counted.
+    pub engine: M,
+    /// The driver's counters.
+    pub stats: MiddleStats,
+    /// Why the run ended early, if a socket failed outright.
+    pub error: Option<DriverError>,
+}
+
+impl<M: Middlebox> MiddleDriver<M> {
+    /// Opens the sockets in the current network namespace (call it on the
+    /// thread that will run the engine) — packet sockets first, then (in
+    /// path) turns the kernel's forwarding off on the node's interfaces,
+    /// or (beside) opens the raw socket, then binds the local sockets. The
+    /// engine's times are `clock`'s.
+    pub fn open(
+        spec: MiddleNodeSpec,
+        engine: M,
+        clock: RealClock,
+    ) -> Result<MiddleDriver<M>, DriverError> {
+        let listen = check(&spec)?;
+        let mut ports = Vec::new();
+        for &iface in &listen {
+            ports.push(Port {
+                socket: open_packet_socket(&spec.interfaces[iface].name)?,
+                iface,
+            });
+        }
+        let place = match &spec.placement {
+            Placement::InPath { routes } => {
+                let table = RouteTable::new(routes, spec.interfaces.len())?;
+                let links = spec.interfaces.iter().filter_map(|i| i.link).collect();
+                let names: Vec<String> = spec.interfaces.iter().map(|i| i.name.clone()).collect();
+                Place::InPath(InPath::new(table, links, &names)?)
+            }
+            Placement::Beside { .. } => Place::Beside(Beside::open()?),
+        };
+        let locals = spec
+            .local
+            .iter()
+            .map(|&addr| bind_local(addr).map(|socket| LocalSocket { addr, socket }))
+            .collect::<Result<Vec<_>, _>>()?;
+        let fds = ports
+            .iter()
+            .map(|p| PollFd::readable(p.socket.as_fd()))
+            .chain(locals.iter().map(|l| PollFd::readable(l.socket.as_fd())))
+            .collect();
+        Ok(MiddleDriver {
+            core: Core {
+                engine,
+                place,
+                locals,
+                local_iface: Interface(listen[0] as u16),
+                held: BinaryHeap::new(),
+                next_seq: 0,
+                stats: MiddleStats::default(),
+                null: false,
+                clock,
+            },
+            ports,
+            fds,
+            batch: RecvBatch::new(BATCH, MAX_FRAME),
+            recv_buf: vec![0; 65_536],
+        })
+    }
+
+    /// Runs until `stop` is set (or Ctrl-C, [`crate::sys::interrupt`]), then
+    /// hands the engine back with the counters.
+    pub fn run(mut self, stop: &AtomicBool) -> MiddleRun<M> {
+        let mut error = None;
+        while !stop.load(Ordering::Relaxed) && !crate::sys::interrupt::requested() {
+            if let Err(e) = self.turn(MAX_SLEEP) {
+                error = Some(e);
+                break;
+            }
+        }
+        let (engine, stats) = self.into_parts();
+        MiddleRun {
+            engine,
+            stats,
+            error,
+        }
+    }
+
+    /// One turn of the loop: send what is due and run a due timer, sleep
+    /// until the next timer or held datagram (at most `max_sleep`) or until
+    /// a socket is readable, read what arrived (a bounded amount), and send
+    /// what is due again. Errors only if a socket fails outright.
+    pub fn turn(&mut self, max_sleep: Duration) -> Result<(), DriverError> {
+        self.core.stats.turns += 1;
+        let now = self.core.clock.now();
+        self.core.service(now);
+        self.flush();
+        let wake = self.core.next_wake();
+        let sleep = wake.saturating_duration_since(now).min(max_sleep);
+        poll(&mut self.fds, Some(sleep)).map_err(|source| DriverError::Io {
+            what: "poll".into(),
+            source,
+        })?;
+        // Local sockets first: a control message usually precedes the
+        // packets that arrive with it.
+        let ports = self.ports.len();
+        for local in 0..self.core.locals.len() {
+            if self.fds[ports + local].readable {
+                self.read_local(local)?;
+            }
+        }
+        for port in 0..ports {
+            if self.fds[port].readable {
+                self.read_port(port)?;
+            }
+        }
+        let now = self.core.clock.now();
+        self.core.service(now);
+        self.flush();
+        Ok(())
+    }
+
+    /// Reads frames from one packet socket, in batches, up to
+    /// [`BATCHES_PER_TURN`] of them.
+    fn read_port(&mut self, port: usize) -> Result<(), DriverError> {
+        let from = self.ports[port].iface;
+        for _ in 0..BATCHES_PER_TURN {
+            let n = match self.ports[port].socket.recv_batch(&mut self.batch) {
+                Ok(0) => break,
+                Ok(n) => n,
+                // The interface went down (reported once per event).
+                Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => {
+                    self.core.stats.interface_errors += 1;
+                    break;
+                }
+                Err(source) => {
+                    return Err(DriverError::Io {
+                        what: format!("packet socket on {}", self.ports[port].socket.interface()),
+                        source,
+                    });
+                }
+            };
+            let now = self.core.clock.now();
+            self.core.send_due(now);
+            for (frame, len) in self.batch.frames() {
+                self.core.on_frame(now, from, frame, len);
+            }
+            self.flush();
+            if n < self.batch.capacity() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what waits on local socket `local` (a bounded number): beside
+    /// the path the engine's input, in path a duplicate to discard.
+    fn read_local(&mut self, local: usize) -> Result<(), DriverError> {
+        for _ in 0..LOCAL_PER_TURN {
+            let socket = &self.core.locals[local];
+            match socket.socket.recv_from(&mut self.recv_buf) {
+                Ok((len, src)) => {
+                    self.core.stats.local_datagrams += 1;
+                    let dst = SocketAddr::V4(socket.addr);
+                    let payload = Bytes::copy_from_slice(&self.recv_buf[..len]);
+                    self.core.on_local(Datagram::new(src, dst, payload));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // Interrupted, or an ICMP error from an earlier send (port
+                // unreachable): nothing to read, go on.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionRefused
+                            | io::ErrorKind::HostUnreachable
+                            | io::ErrorKind::NetworkUnreachable
+                    ) => {}
+                Err(source) => {
+                    return Err(DriverError::Io {
+                        what: format!("local socket {}", socket.addr),
+                        source,
+                    });
+                }
+            }
+        }
+        self.flush();
+        Ok(())
+    }
+
+    /// Sends the frames queued in path.
+    fn flush(&mut self) {
+        if let Place::InPath(in_path) = &mut self.core.place {
+            in_path.flush(&self.ports, &mut self.core.stats);
+        }
+    }
+
+    /// The counters as they stand, without asking the kernel for its
+    /// drops (no system call; [`MiddleDriver::stats`] does).
+    pub fn counters(&self) -> &MiddleStats {
+        &self.core.stats
+    }
+
+    /// The counters now (reads the kernel's drop counters: a system call
+    /// per interface).
+    pub fn stats(&mut self) -> MiddleStats {
+        for port in &self.ports {
+            if let Ok(kernel) = port.socket.take_stats() {
+                self.core.stats.kernel_drops += kernel.drops;
+            }
+        }
+        self.core.stats
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &M {
+        &self.core.engine
+    }
+
+    /// The engine, mutably (for a caller that changes its settings between
+    /// turns).
+    pub fn engine_mut(&mut self) -> &mut M {
+        &mut self.core.engine
+    }
+
+    /// The driver's clock.
+    pub fn clock(&self) -> RealClock {
+        self.core.clock
+    }
+
+    /// For capacity measurements: with `null` set, frames are received
+    /// and parsed but not handed to the engine; in path the datagrams are
+    /// then forwarded by destination as an engine that forwards everything
+    /// would.
+    pub fn set_null(&mut self, null: bool) {
+        self.core.null = null;
+    }
+
+    /// Stops: the engine and the counters. Held datagrams not yet due are
+    /// dropped; the kernel's forwarding is restored.
+    pub fn into_parts(mut self) -> (M, MiddleStats) {
+        let stats = self.stats();
+        (self.core.engine, stats)
+    }
+}
+
+impl<M: Middlebox> Core<M> {
+    /// Sends what is due, runs the engine's timer if it is due, and drains
+    /// what the engine has to send.
+    fn service(&mut self, now: Time) {
+        self.send_due(now);
+        if self.engine.poll_timeout().is_some_and(|at| at <= now) {
+            self.engine.handle_timeout(now);
+        }
+        self.drain(now);
+    }
+
+    /// The engine's next timer or the next held datagram.
+    fn next_wake(&mut self) -> Time {
+        let timer = self.engine.poll_timeout().unwrap_or(Time::MAX);
+        let held = self.held.peek().map_or(Time::MAX, |h| h.at);
+        timer.min(held)
+    }
+
+    /// Takes everything the engine has to send: now, or held until its
+    /// time.
+    fn drain(&mut self, now: Time) {
+        while let Some(transmit) = self.engine.poll_transmit(now) {
+            if transmit.at > now {
+                self.stats.held += 1;
+                self.held.push(Held {
+                    at: transmit.at,
+                    seq: self.next_seq,
+                    transmit,
+                });
+                self.next_seq += 1;
+            } else {
+                self.send(transmit);
+            }
+        }
+    }
+
+    /// Sends the held datagrams whose time has come, in order.
+    fn send_due(&mut self, now: Time) {
+        if self.held.peek().is_none_or(|h| h.at > now) {
+            return;
+        }
+        let real = self.clock.now();
+        while self.held.peek().is_some_and(|h| h.at <= now) {
+            let held = self.held.pop().expect("peeked");
+            self.stats.late.record(real - held.at);
+            self.send(held.transmit);
+        }
+    }
+
+    fn send(&mut self, transmit: Transmit) {
+        match &mut self.place {
+            Place::InPath(in_path) => in_path.send(transmit, &mut self.stats),
+            Place::Beside(beside) => beside.send(&transmit.datagram, &self.locals, &mut self.stats),
+        }
+    }
+
+    /// One frame from interface `from`, `len` bytes long (`frame` holds
+    /// what was read of it).
+    fn on_frame(&mut self, now: Time, from: usize, frame: &[u8], len: usize) {
+        self.stats.frames += 1;
+        if len > frame.len() {
+            self.stats.oversize_frames += 1;
+            return;
+        }
+        match parse_frame(frame) {
+            Ok(Frame::Udp(udp)) => self.on_udp(now, from, &udp),
+            Ok(Frame::Other(_)) => {
+                self.stats.other_frames += 1;
+                self.pass_through(from, frame);
+            }
+            Err(_) => {
+                self.stats.malformed_frames += 1;
+                self.pass_through(from, frame);
+            }
+        }
+    }
+
+    fn pass_through(&mut self, from: usize, frame: &[u8]) {
+        if let Place::InPath(in_path) = &mut self.place {
+            in_path.pass_through(from, frame, &mut self.stats);
+        }
+    }
+
+    /// A UDP datagram from interface `from`: its TTL decremented, to the
+    /// engine.
+    fn on_udp(&mut self, now: Time, from: usize, udp: &UdpPacket<'_>) {
+        if matches!(self.place, Place::Beside(_)) && self.locals.iter().any(|l| l.addr == udp.dst) {
+            self.stats.sniffed_local += 1;
+            return;
+        }
+        if udp.ttl <= 1 {
+            self.stats.ttl_expired += 1;
+            return;
+        }
+        self.stats.datagrams += 1;
+        if self.null {
+            if let Place::InPath(in_path) = &self.place
+                && !in_path.routes.is_local(*udp.dst.ip())
+            {
+                let mut datagram = udp.to_datagram();
+                datagram.ttl -= 1;
+                self.send(Transmit::at(now, datagram));
+            }
+            return;
+        }
+        let mut datagram = udp.to_datagram();
+        datagram.ttl -= 1;
+        self.engine
+            .handle_datagram(now, Interface(from as u16), datagram);
+        self.drain(now);
+    }
+
+    /// A datagram from a local socket: beside the path, the engine's.
+    fn on_local(&mut self, datagram: Datagram) {
+        if matches!(self.place, Place::InPath(_)) || self.null {
+            return;
+        }
+        self.stats.datagrams += 1;
+        let now = self.clock.now();
+        self.engine.handle_datagram(now, self.local_iface, datagram);
+        self.drain(now);
+    }
+}
+
+/// Checks that the spec fits together; returns the interfaces to receive
+/// on.
+fn check(spec: &MiddleNodeSpec) -> Result<Vec<usize>, DriverError> {
+    let n = spec.interfaces.len();
+    if n == 0 || n > usize::from(u16::MAX) {
+        return Err(DriverError::Config(
+            "a middle node needs at least one interface".into(),
+        ));
+    }
+    match &spec.placement {
+        Placement::InPath { .. } => {
+            if let Some(i) = spec.interfaces.iter().find(|i| i.link.is_none()) {
+                return Err(DriverError::Config(format!(
+                    "in path, interface {} needs its MAC and its neighbour's",
+                    i.name
+                )));
+            }
+            Ok((0..n).collect())
+        }
+        Placement::Beside { sniff } => {
+            if sniff.is_empty() || sniff.iter().any(|&i| i >= n) {
+                return Err(DriverError::Config(format!(
+                    "beside the path, sniff one or more of the {n} interfaces"
+                )));
+            }
+            Ok(sniff.clone())
+        }
+    }
+}
+
+fn open_packet_socket(name: &str) -> Result<PacketSocket, DriverError> {
+    PacketSocket::bind(name, PACKET_BUFFER).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => DriverError::NoInterface(name.to_string()),
+        io::ErrorKind::PermissionDenied => DriverError::NotRoot,
+        _ => DriverError::Io {
+            what: format!("packet socket on {name}"),
+            source: e,
+        },
+    })
+}
+
+/// A non-blocking UDP socket bound to `addr`, with large buffers.
+fn bind_local(addr: SocketAddrV4) -> Result<UdpSocket, DriverError> {
+    let io = |source| DriverError::Io {
+        what: format!("local socket {addr}"),
+        source,
+    };
+    let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io)?;
+    let _ = socket.set_recv_buffer_size(LOCAL_BUFFER);
+    let _ = socket.set_send_buffer_size(LOCAL_BUFFER);
+    socket.bind(&SocketAddr::V4(addr).into()).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrNotAvailable {
+            DriverError::AddrNotLocal(addr)
+        } else {
+            io(e)
+        }
+    })?;
+    socket.set_nonblocking(true).map_err(io)?;
+    Ok(socket.into())
+}

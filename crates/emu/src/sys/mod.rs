@@ -1,0 +1,20 @@
+//! The system under real mode: the few Linux system calls std does not
+//! wrap (AF_PACKET sockets, `setns`, `ppoll`, a real-time scheduling
+//! class; they live in `syscalls.rs`, the one module of pepkit that allows
+//! `unsafe`, and are re-exported here), the system tools ([`command`]:
+//! `ip`, `ethtool`, `sysctl`, `nft`, each under a time limit), child
+//! processes under `timeout` ([`Process`]), Ctrl-C and SIGTERM
+//! ([`interrupt`]) and the run's clock ([`RealClock`]).
+
+mod clock;
+pub mod command;
+pub mod interrupt;
+mod process;
+mod syscalls;
+
+pub use clock::RealClock;
+pub use process::{Finished, Process};
+pub use syscalls::{
+    PacketSocket, PacketSocketStats, PollFd, RecvBatch, enter_netns, interface_index, poll,
+    send_signal, set_realtime, thread_cpu_time,
+};

@@ -1,0 +1,420 @@
+//! The few Linux system calls real mode needs that std and socket2 do not
+//! wrap: AF_PACKET sockets with batched receive and send (`recvmmsg`,
+//! `sendmmsg`), `setns` into a named network namespace, `ppoll` with a
+//! nanosecond timeout, and a real-time scheduling class for the relay.
+//!
+//! This is the only module of pepkit that allows `unsafe`. Each block
+//! wraps one system call whose arguments are built from owned Rust values
+//! that outlive the call; errors come back as `io::Error`.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// `ETH_P_ALL` in network byte order, as `socket` and `bind` want it.
+const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
+
+/// Converts a `-1` return into the thread's `errno`.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// The index of the interface called `name` in the current network
+/// namespace.
+pub fn interface_index(name: &str) -> io::Result<u32> {
+    let c = CString::new(name).map_err(|_| io::Error::other("interface name contains NUL"))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the whole call.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {name}: {}", io::Error::last_os_error()),
+        ))
+    } else {
+        Ok(index)
+    }
+}
+
+/// Moves the calling thread into the network namespace `name` (as made by
+/// `ip netns add`, i.e. `/run/netns/NAME`). Sockets the thread opens
+/// afterwards belong to that namespace.
+pub fn enter_netns(name: &str) -> io::Result<()> {
+    let file = File::open(format!("/run/netns/{name}"))
+        .map_err(|e| io::Error::new(e.kind(), format!("network namespace {name}: {e}")))?;
+    // SAFETY: `file` is an open namespace file descriptor for the call.
+    check(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) })?;
+    Ok(())
+}
+
+/// Puts the calling thread in the `SCHED_FIFO` class at `priority` (1–99),
+/// so its timer wake-ups are not delayed behind ordinary threads. The
+/// kernel's real-time throttling still reserves CPU for everything else.
+pub fn set_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` lives for the call; pid 0 is the calling thread.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
+/// What `poll` should wait for on one descriptor, and what it found.
+#[derive(Clone, Copy, Debug)]
+pub struct PollFd {
+    fd: RawFd,
+    /// Readable (`POLLIN`) after the call.
+    pub readable: bool,
+    /// Writable (`POLLOUT`) after the call.
+    pub writable: bool,
+    want_write: bool,
+}
+
+impl PollFd {
+    /// Waits for `fd` to become readable.
+    pub fn readable(fd: BorrowedFd<'_>) -> PollFd {
+        PollFd {
+            fd: fd.as_raw_fd(),
+            readable: false,
+            writable: false,
+            want_write: false,
+        }
+    }
+
+    /// Waits for `fd` to become readable or writable.
+    pub fn read_write(fd: BorrowedFd<'_>) -> PollFd {
+        PollFd {
+            want_write: true,
+            ..PollFd::readable(fd)
+        }
+    }
+}
+
+/// Waits until one of `fds` is ready or `timeout` passes (`None`: no
+/// limit), with nanosecond resolution (`ppoll`). Returns how many are
+/// ready; an interrupted call returns 0.
+pub fn poll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result<usize> {
+    let mut raw: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.fd,
+            events: libc::POLLIN | if f.want_write { libc::POLLOUT } else { 0 },
+            revents: 0,
+        })
+        .collect();
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `raw` and `ts` outlive the call; the length matches.
+    let ret = unsafe {
+        libc::ppoll(
+            raw.as_mut_ptr(),
+            raw.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
+    if ret < 0 {
+        let error = io::Error::last_os_error();
+        if error.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(error);
+    }
+    for (f, r) in fds.iter_mut().zip(&raw) {
+        f.readable = r.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
+        f.writable = r.revents & libc::POLLOUT != 0;
+    }
+    Ok(ret as usize)
+}
+
+/// Kernel counters of a packet socket (`PACKET_STATISTICS`), since the
+/// last time they were read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketSocketStats {
+    /// Frames the socket received.
+    pub packets: u64,
+    /// Frames the kernel dropped because the socket's buffer was full.
+    pub drops: u64,
+}
+
+/// An `AF_PACKET` raw socket bound to one interface, seeing every frame
+/// that arrives on it (not those it sends), non-blocking.
+#[derive(Debug)]
+pub struct PacketSocket {
+    fd: OwnedFd,
+    interface: String,
+}
+
+impl PacketSocket {
+    /// Opens a socket on interface `name` of the current network
+    /// namespace, with receive and send buffers of `buffer` bytes.
+    pub fn bind(name: &str, buffer: usize) -> io::Result<PacketSocket> {
+        let index = interface_index(name)?;
+        // SAFETY: plain socket(2) call; the result is checked.
+        let raw = check(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                libc::c_int::from(ETH_P_ALL_BE),
+            )
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("AF_PACKET socket: {e} (needs root)")))?;
+        // SAFETY: `raw` is a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let socket = PacketSocket {
+            fd,
+            interface: name.to_string(),
+        };
+        socket.set_int(libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
+        let size = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
+        // The FORCE variants exceed the sysctl limits (we are root); fall
+        // back to the plain ones otherwise.
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
+            if socket.set_int(libc::SOL_SOCKET, force, size).is_err() {
+                socket.set_int(libc::SOL_SOCKET, plain, size)?;
+            }
+        }
+        // SAFETY: an all-zero sockaddr_ll is valid; the fields are set below.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = ETH_P_ALL_BE;
+        addr.sll_ifindex = index as i32;
+        // SAFETY: `addr` is a valid sockaddr_ll of the given length.
+        check(unsafe {
+            libc::bind(
+                socket.fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        // Frames queued before the bind may come from any interface:
+        // drain them so everything read later is this interface's.
+        let mut scratch = RecvBatch::new(64, 64);
+        while socket.recv_batch(&mut scratch)? > 0 {}
+        Ok(socket)
+    }
+
+    /// The interface's name.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    fn set_int(&self, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+        // SAFETY: `value` is a c_int that lives for the call.
+        check(unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Receives up to `batch.capacity()` frames without blocking
+    /// (`recvmmsg`); returns how many (0 if none is waiting).
+    pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        batch.prepare();
+        // SAFETY: every msghdr points at an iovec and buffer in `batch`,
+        // which outlive the call; vlen matches the array.
+        let ret = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                batch.headers.as_mut_ptr(),
+                batch.headers.len() as libc::c_uint,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if ret < 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(error),
+            };
+        }
+        let n = ret as usize;
+        batch.filled = n;
+        for i in 0..n {
+            // MSG_TRUNC makes msg_len the frame's real length.
+            batch.lens[i] = batch.headers[i].msg_len as usize;
+        }
+        Ok(n)
+    }
+
+    /// Sends frames out of the interface (`sendmmsg`); returns how many
+    /// the kernel took (fewer when its queue is full).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        if frames.is_empty() {
+            return Ok(0);
+        }
+        let mut iovecs: Vec<libc::iovec> = frames
+            .iter()
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr() as *mut libc::c_void,
+                iov_len: f.len(),
+            })
+            .collect();
+        let mut headers: Vec<libc::mmsghdr> = iovecs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: an all-zero msghdr is valid (no name, no control).
+                let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                header.msg_hdr.msg_iov = iov;
+                header.msg_hdr.msg_iovlen = 1;
+                header
+            })
+            .collect();
+        // SAFETY: the headers point at iovecs that point at `frames`, all
+        // alive for the call; the kernel only reads them.
+        let ret = unsafe {
+            libc::sendmmsg(
+                self.fd.as_raw_fd(),
+                headers.as_mut_ptr(),
+                headers.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if ret < 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(error),
+            };
+        }
+        Ok(ret as usize)
+    }
+
+    /// Reads (and resets) the kernel's counters for this socket.
+    pub fn take_stats(&self) -> io::Result<PacketSocketStats> {
+        // SAFETY: an all-zero tpacket_stats is valid.
+        let mut stats: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `stats` and `len` live for the call and match.
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut stats as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(PacketSocketStats {
+            packets: u64::from(stats.tp_packets),
+            drops: u64::from(stats.tp_drops),
+        })
+    }
+}
+
+impl AsFd for PacketSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Reusable buffers for [`PacketSocket::recv_batch`].
+pub struct RecvBatch {
+    buffers: Vec<Vec<u8>>,
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    lens: Vec<usize>,
+    filled: usize,
+}
+
+// SAFETY: the raw pointers in `iovecs` and `headers` point only into
+// `buffers` and `iovecs`, which move with the struct (their heap storage
+// does not), and are rebuilt before every use.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    /// Room for `count` frames of up to `frame_len` bytes each (longer
+    /// frames are truncated; their real length is still reported).
+    pub fn new(count: usize, frame_len: usize) -> RecvBatch {
+        let count = count.max(1);
+        RecvBatch {
+            buffers: vec![vec![0u8; frame_len]; count],
+            iovecs: Vec::with_capacity(count),
+            // SAFETY: an all-zero mmsghdr is valid.
+            headers: (0..count).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            lens: vec![0; count],
+            filled: 0,
+        }
+    }
+
+    /// How many frames one call can receive.
+    pub fn capacity(&self) -> usize {
+        self.buffers.len()
+    }
+
+    fn prepare(&mut self) {
+        self.filled = 0;
+        self.iovecs.clear();
+        for buffer in &mut self.buffers {
+            self.iovecs.push(libc::iovec {
+                iov_base: buffer.as_mut_ptr().cast(),
+                iov_len: buffer.len(),
+            });
+        }
+        for (header, iov) in self.headers.iter_mut().zip(self.iovecs.iter_mut()) {
+            // SAFETY: an all-zero mmsghdr is valid.
+            *header = unsafe { std::mem::zeroed() };
+            header.msg_hdr.msg_iov = iov;
+            header.msg_hdr.msg_iovlen = 1;
+        }
+    }
+
+    /// The frames of the last receive: each frame's bytes (truncated to
+    /// the buffer) and its real length.
+    pub fn frames(&self) -> impl Iterator<Item = (&[u8], usize)> {
+        (0..self.filled).map(|i| {
+            let len = self.lens[i];
+            (&self.buffers[i][..len.min(self.buffers[i].len())], len)
+        })
+    }
+}
+
+/// Sends signal `signal` (e.g. `libc::SIGTERM`) to process `pid`, or to
+/// its whole process group if `group`.
+pub fn send_signal(pid: u32, signal: libc::c_int, group: bool) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::other("pid out of range"))?;
+    let pid = if group { -pid } else { pid };
+    // SAFETY: kill(2) takes plain integers.
+    check(unsafe { libc::kill(pid, signal) })?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Added for the Sidekick proxy's capacity measurement (`bench::proxy_capacity`).
+// ---------------------------------------------------------------------------
+
+/// The CPU time the calling thread has used (user and system,
+/// `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), with nanosecond resolution.
+pub fn thread_cpu_time() -> io::Result<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec that lives for the call.
+    check(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) })?;
+    Ok(Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    ))
+}
