@@ -348,7 +348,10 @@ fn flows_need_two_hops_and_a_served_flow_a_bulk_transfer() {
         "[[flows]]\nname = \"A\"\nmiddle = true\nworkload = { kind = \"video\", ladder = \"1080p\", \
          duration = \"10s\" }\n[[flows]]\nname = \"B\"\n",
     );
-    assert_mentions(&error(&served_video), &["flows[0].middle", "bulk transfers"]);
+    assert_mentions(
+        &error(&served_video),
+        &["flows[0].middle", "bulk transfers"],
+    );
 
     let variant = format!(
         "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"beyond\"\n",
