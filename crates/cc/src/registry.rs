@@ -222,7 +222,14 @@ impl Controller {
             Controller::Cubic => Built::plain(Arc::new(CubicConfig::default())),
             Controller::Newreno => Built::plain(Arc::new(NewRenoConfig::default())),
             Controller::Bbr => Built::plain(Arc::new(BbrFactory::new(false, context.seed))),
-            Controller::BbrS => Built::plain(Arc::new(BbrFactory::new(true, context.seed))),
+            Controller::BbrS => {
+                let factory = Arc::new(BbrFactory::new(true, context.seed));
+                Built {
+                    factory: factory.clone(),
+                    counters: Some(factory),
+                    loss_detection: None,
+                }
+            }
             Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
             Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
             Controller::Pacubic(settings) => settings.build(context),

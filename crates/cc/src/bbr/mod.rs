@@ -41,6 +41,7 @@
 pub mod delivery;
 
 use crate::engine::{CongestionEngine, Engine};
+use crate::registry::ControllerCounters;
 use delivery::{DeliveryRate, RateSample};
 use netsim::{Seed, SimRng};
 use quic::congestion::{Controller, ControllerFactory};
@@ -120,6 +121,8 @@ pub struct Bbr {
     srtt: Option<Duration>,
     rttvar: Duration,
     forced_probes: u64,
+    /// Where the factory counts forced probes over its connections.
+    forced_total: Option<Arc<AtomicU64>>,
     /// ACK aggregation: the current epoch's start and bytes acknowledged
     /// in it.
     ack_epoch: Option<(Instant, u64)>,
@@ -162,6 +165,7 @@ impl Bbr {
             srtt: None,
             rttvar: Duration::ZERO,
             forced_probes: 0,
+            forced_total: None,
             ack_epoch: None,
             extra_acked: [0; 2],
             extra_slot: (0, 0),
@@ -335,7 +339,12 @@ impl Bbr {
         }
         let forced = self.scavenger && self.rttvar > BBR_S_DEVIATION;
         if self.mode != Mode::ProbeRtt && (rtprop_expired || forced) {
-            self.forced_probes += u64::from(forced && !rtprop_expired);
+            if forced && !rtprop_expired {
+                self.forced_probes += 1;
+                if let Some(total) = &self.forced_total {
+                    total.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             self.probe_rtt_length = if forced {
                 BBR_S_PROBE_TIME
             } else {
@@ -508,6 +517,8 @@ pub struct BbrFactory {
     scavenger: bool,
     seed: Seed,
     built: AtomicU64,
+    /// BBR-S: the ProbeRTTs its senders were forced into.
+    forced: Arc<AtomicU64>,
 }
 
 impl BbrFactory {
@@ -517,6 +528,7 @@ impl BbrFactory {
             scavenger,
             seed,
             built: AtomicU64::new(0),
+            forced: Arc::default(),
         }
     }
 }
@@ -525,7 +537,21 @@ impl ControllerFactory for BbrFactory {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         let index = self.built.fetch_add(1, Ordering::Relaxed);
         let rng = self.seed.rng(&format!("bbr/{index}"));
-        Box::new(Engine(Bbr::new(self.scavenger, rng, current_mtu)))
+        let mut bbr = Bbr::new(self.scavenger, rng, current_mtu);
+        bbr.forced_total = Some(self.forced.clone());
+        Box::new(Engine(bbr))
+    }
+}
+
+impl ControllerCounters for BbrFactory {
+    /// BBR-S: `bbr_s_forced_probes`, the ProbeRTTs its RTT deviation
+    /// forced (none for plain BBR).
+    fn counters(&self) -> Vec<(String, f64)> {
+        if !self.scavenger {
+            return Vec::new();
+        }
+        let forced = self.forced.load(Ordering::Relaxed) as f64;
+        vec![("bbr_s_forced_probes".into(), forced)]
     }
 }
 
