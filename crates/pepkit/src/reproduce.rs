@@ -175,7 +175,7 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
 fn real_mode_available() -> Result<bool, ExitCode> {
     match emu::available() {
         Ok(()) => {
-            emu::interrupt::install();
+            emu::sys::interrupt::install();
             Ok(true)
         }
         Err(reason) if std::env::var_os("PEPKIT_REQUIRE_REAL").is_some() => {
