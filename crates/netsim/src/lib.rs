@@ -126,7 +126,7 @@ mod topology;
 mod trace;
 
 pub use capture::{Capture, CapturePoint};
-pub use datagram::{DEFAULT_TTL, Datagram};
+pub use datagram::{DEFAULT_TTL, Datagram, Protocol};
 pub use event_queue::EventQueue;
 pub use host::Host;
 pub use link::{

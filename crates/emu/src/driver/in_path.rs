@@ -5,7 +5,7 @@
 //! forwarding is off on the driver's interfaces while it runs
 //! ([`ForwardingOff`]).
 
-use super::frame::{FrameError, ipv4_destination, write_udp_frame};
+use super::frame::{FrameError, ipv4_destination, write_frame};
 use super::middle::{DriverError, LinkAddrs, MiddleStats, Port, Routes};
 use netsim::{Route, Transmit};
 use std::fs::File;
@@ -131,7 +131,7 @@ impl InPath {
         };
         let link = self.links[out];
         let mut frame = self.buffer();
-        match write_udp_frame(link.peer_mac, link.mac, &transmit.datagram, &mut frame) {
+        match write_frame(link.peer_mac, link.mac, &transmit.datagram, &mut frame) {
             Ok(()) => self.out[out].push(frame),
             Err(error) => {
                 match error {

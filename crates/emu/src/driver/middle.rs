@@ -569,7 +569,15 @@ impl<M: Middlebox> Core<M> {
         }
         match parse_frame(frame) {
             Ok(Frame::Udp(udp)) => self.on_udp(now, from, &udp),
-            Ok(Frame::Other(_)) => {
+            Ok(Frame::Echo(echo)) if self.for_this_node(echo.dst) => {
+                // An echo message to the node (the answer to an engine's
+                // ping): the engine's too; the kernel has its own copy.
+                self.stats.datagrams += 1;
+                self.engine
+                    .handle_datagram(now, Interface(from as u16), echo.to_datagram());
+                self.drain(now);
+            }
+            Ok(Frame::Echo(_) | Frame::Other(_)) => {
                 self.stats.other_frames += 1;
                 self.pass_through(from, frame);
             }
@@ -577,6 +585,15 @@ impl<M: Middlebox> Core<M> {
                 self.stats.malformed_frames += 1;
                 self.pass_through(from, frame);
             }
+        }
+    }
+
+    /// In path, not in null mode: whether `ip` is one of the node's own
+    /// addresses.
+    fn for_this_node(&self, ip: Ipv4Addr) -> bool {
+        match &self.place {
+            Place::InPath(in_path) => !self.null && in_path.routes.is_local(ip),
+            Place::Beside(_) => false,
         }
     }
 

@@ -37,6 +37,8 @@ pub struct SimStats {
     pub not_for_node: u64,
     /// Datagrams that reached a host before its start time.
     pub before_start: u64,
+    /// ICMP echo requests hosts answered.
+    pub echo_replies: u64,
 }
 
 /// A deterministic discrete-event network simulator.
