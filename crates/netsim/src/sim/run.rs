@@ -259,7 +259,15 @@ impl Simulator {
                 c.record(now, &datagram, slot.from.index(), slot.to.index());
             }
         }
-        if let Fate::Deliver { at } = slot.link.offer(now, datagram.wire_len()) {
+        let fate = slot.link.offer(now, datagram.wire_len());
+        if let Some(fates) = &mut slot.fates {
+            fates.push(super::FateRecord {
+                offered: now,
+                fingerprint: datagram.fingerprint(),
+                fate,
+            });
+        }
+        if let Fate::Deliver { at } = fate {
             self.queue.push(
                 at,
                 Event::Arrive {
