@@ -42,8 +42,12 @@ pub struct PemiConfig {
     /// Above this reply/sent ratio the receiver acknowledges every packet
     /// (eliciting threshold 1), else every second (appendix A; 60%).
     pub threshold_ratio_percent: u64,
-    /// The reply/sent ratio is trusted once this many packets were sent.
-    pub threshold_min_packets: u64,
+    /// The reply/sent ratio is measured over the last one to two windows
+    /// of this many protected packets, and trusted (else the threshold is
+    /// 2) once one window is full. The paper keeps one ratio for the whole
+    /// connection; a handshake's and slow start's extra replies then
+    /// decide for too long (docs/pemi.md).
+    pub threshold_window: u64,
     /// The fresh-RTT rule's width ratio, in percent (§4.2.3; 0.8 → 80).
     pub width_ratio_percent: u64,
     /// A trailing unreplied run shorter than the eliciting threshold is
@@ -102,7 +106,7 @@ impl Default for PemiConfig {
             max_flowlet: 100,
             retransmit_cap_percent: 10,
             threshold_ratio_percent: 60,
-            threshold_min_packets: 20,
+            threshold_window: 64,
             width_ratio_percent: 80,
             tail_grace: Some(Duration::from_millis(25)),
             idle_timeout: Duration::from_secs(120),

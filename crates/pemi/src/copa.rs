@@ -47,6 +47,8 @@ pub(crate) struct Copa {
     period: Option<(Time, u64)>,
     direction: Option<Direction>,
     same_direction: u32,
+    /// When a sample last showed a queue (the window went down).
+    last_down: Option<Time>,
 }
 
 impl Copa {
@@ -61,7 +63,15 @@ impl Copa {
             period: None,
             direction: None,
             same_direction: 0,
+            last_down: None,
         }
+    }
+
+    /// Whether a sample within `horizon` of `now` showed a standing queue.
+    /// Only then is the target a limit: without samples, or without a
+    /// queue, the window is only how far it has grown yet (docs/pemi.md).
+    pub(crate) fn congested(&self, now: Time, horizon: Duration) -> bool {
+        self.last_down.is_some_and(|t| now - t <= horizon)
     }
 
     /// The window, in packets.
@@ -107,6 +117,7 @@ impl Copa {
         self.cwnd = if up {
             self.cwnd.saturating_add(change)
         } else {
+            self.last_down = Some(now);
             self.cwnd.saturating_sub(change).max(MIN_CWND * MILLI)
         };
         self.update_velocity(now, srtt);
@@ -287,12 +298,15 @@ mod tests {
     #[test]
     fn a_standing_queue_shrinks_the_window() {
         let mut copa = Copa::new(100, 50);
+        assert!(!copa.congested(Time::ZERO, ms(100)));
         // d_q = 30 ms: target 1 / (0.5 · 30 ms) ≈ 67 packets/s, far below
         // 100 packets / 40 ms.
         for k in 1..=20 {
             copa.on_sample(Time::from_millis(40 * k), ms(40), ms(40), ms(10));
         }
         assert!(copa.cwnd_packets() < 100);
+        assert!(copa.congested(Time::from_millis(800), ms(100)));
+        assert!(!copa.congested(Time::from_millis(1000), ms(100)));
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub(crate) struct Sent {
     /// PEMI's own retransmission, or an original PEMI has retransmitted:
     /// never retransmitted (again).
     pub(crate) resent: bool,
+    /// PEMI's own retransmission. A copy of a packet that had arrived is a
+    /// duplicate the receiver does not answer, so an unanswered copy says
+    /// nothing and is neutral in inference.
+    pub(crate) retransmission: bool,
     /// Its fingerprint ([`netsim::Datagram::fingerprint`]), when the
     /// engine records (0 otherwise).
     pub(crate) fingerprint: u64,
@@ -64,8 +68,8 @@ impl Flowlet {
     }
 
     /// Adds a packet; past `max` packets the flowlet is abandoned and its
-    /// buffers freed. Returns the bytes freed.
-    pub(crate) fn push(&mut self, packet: Sent, max: usize) -> usize {
+    /// buffers freed. Returns the change of its buffered bytes.
+    pub(crate) fn push(&mut self, packet: Sent, max: usize) -> isize {
         self.last = packet.at;
         self.count += 1;
         if self.abandoned {
@@ -74,11 +78,12 @@ impl Flowlet {
         if self.count > max {
             self.abandoned = true;
             self.sent = Vec::new();
-            return std::mem::take(&mut self.buffered);
+            return -(std::mem::take(&mut self.buffered) as isize);
         }
-        self.buffered += packet.copy.as_ref().map_or(0, Bytes::len);
+        let added = packet.copy.as_ref().map_or(0, Bytes::len);
+        self.buffered += added;
         self.sent.push(packet);
-        0
+        added as isize
     }
 
     /// The distance from `t` to the flowlet's span (0 inside it).
@@ -95,6 +100,11 @@ impl Flowlet {
     /// The send times of its packets.
     pub(crate) fn times(&self) -> Vec<Time> {
         self.sent.iter().map(|s| s.at).collect()
+    }
+
+    /// Which of its packets are PEMI's copies.
+    pub(crate) fn copies(&self) -> Vec<bool> {
+        self.sent.iter().map(|s| s.retransmission).collect()
     }
 }
 
@@ -140,6 +150,7 @@ mod tests {
             copy: Some(Bytes::from(vec![0; bytes])),
             ttl: 63,
             resent: false,
+            retransmission: false,
             fingerprint: 0,
         }
     }
@@ -147,10 +158,10 @@ mod tests {
     #[test]
     fn a_flowlet_past_n_packets_is_abandoned_and_freed() {
         let mut f = Flowlet::new(sent(0, 100));
-        assert_eq!(f.push(sent(1, 100), 3), 0);
-        assert_eq!(f.push(sent(2, 100), 3), 0);
+        assert_eq!(f.push(sent(1, 100), 3), 100);
+        assert_eq!(f.push(sent(2, 100), 3), 100);
         assert_eq!(f.buffered, 300);
-        assert_eq!(f.push(sent(3, 100), 3), 300);
+        assert_eq!(f.push(sent(3, 100), 3), -300);
         assert!(f.abandoned && f.sent.is_empty());
         assert_eq!(f.push(sent(4, 100), 3), 0);
         assert_eq!((f.count, f.last), (5, Time::from_millis(4)));

@@ -8,13 +8,18 @@
 //! replied one (one reply may acknowledge a whole batch). The matched
 //! pairs give RTT samples (§4.4.2).
 //!
+//! PEMI's own retransmissions stay in the flowlet (the receiver answers
+//! the copy of a packet it lost), but an unanswered copy is neutral: the
+//! copy of a packet that had arrived is a duplicate nobody answers, and
+//! counting it as unreplied would make its neighbours look lost.
+//!
 //! One addition, `tail_replied` (docs/pemi.md): a run at the *end* of the
 //! flowlet, shorter than the threshold, is followed by no matched reply
 //! of its own flowlet — its ACK waits for the receiver's timer or for the
 //! next packets — so it is forgiven when the receiver sent anything within
 //! `max_ack_delay` of when its reply was due.
 
-use crate::matching::{Matching, Scratch, match_flowlet};
+use crate::matching::{Estimate, Matching, Scratch, match_flowlet};
 use netsim::Time;
 use std::time::Duration;
 
@@ -48,27 +53,28 @@ pub(crate) struct Verdict {
     pub(crate) unmatched: bool,
 }
 
-/// Infers the losses of a flowlet whose packets were sent at `sent` and
-/// which was assigned replies arriving at `replies`.
+/// Infers the losses of a flowlet whose packets were sent at `sent`
+/// (`copies[i]`: PEMI's own retransmission) and which was assigned
+/// replies arriving at `replies`.
 pub(crate) fn infer(
     sent: &[Time],
+    copies: &[bool],
     replies: &[Time],
     context: &Context,
     scratch: &mut Scratch,
 ) -> Verdict {
     let n = sent.len();
     let mut verdict = Verdict::default();
-    let matching = match_flowlet(
-        sent,
-        replies,
-        context.srtt,
-        context.width_ratio_percent,
-        scratch,
-    );
+    let estimate = Estimate {
+        srtt: context.srtt,
+        ratio_percent: context.width_ratio_percent,
+        threshold: context.threshold,
+    };
+    let matching = match_flowlet(sent, replies, estimate, scratch);
     let reply_of = match matching {
         Matching::NoReplies => {
             if !(n < context.threshold && context.tail_replied) {
-                verdict.lost = (0..n).collect();
+                verdict.lost = (0..n).filter(|&i| !copies[i]).collect();
             }
             return verdict;
         }
@@ -94,6 +100,21 @@ pub(crate) fn infer(
             verdict.matched += 1;
             verdict.samples.push(replies[usize::from(j)] - sent[i]);
         }
+    }
+    // Unanswered copies are neutral: taken out before the scan.
+    let keep: Vec<usize> = (0..n).filter(|&i| replied[i] || !copies[i]).collect();
+    if keep.len() < n {
+        let kept_sent: Vec<Time> = keep.iter().map(|&i| sent[i]).collect();
+        let mut kept_replied: Vec<bool> = keep.iter().map(|&i| replied[i]).collect();
+        forgive_short_runs(&mut kept_replied, context);
+        forgive_close_packets(&kept_sent, &mut kept_replied, context.close_interval);
+        verdict.lost = keep
+            .iter()
+            .zip(&kept_replied)
+            .filter(|(_, r)| !**r)
+            .map(|(&i, _)| i)
+            .collect();
+        return verdict;
     }
     forgive_short_runs(&mut replied, context);
     forgive_close_packets(sent, &mut replied, context.close_interval);
@@ -163,7 +184,33 @@ mod tests {
     }
 
     fn infer_with(sent: &[Time], replies: &[Time], context: &Context) -> Verdict {
-        infer(sent, replies, context, &mut Scratch::default())
+        infer(
+            sent,
+            &vec![false; sent.len()],
+            replies,
+            context,
+            &mut Scratch::default(),
+        )
+    }
+
+    #[test]
+    fn unanswered_copies_are_neutral() {
+        // Packets 0–5, 1 ms apart, ACKed in pairs (1, 3, 5); PEMI's copy of
+        // an earlier packet went out at 2.5 ms and was not answered.
+        let sent = at(&[0.0, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0]);
+        let copies = [false, false, false, true, false, false, false];
+        let replies = at(&[11.0, 13.0, 15.0]);
+        let v = infer(
+            &sent,
+            &copies,
+            &replies,
+            &context(2),
+            &mut Scratch::default(),
+        );
+        assert!(v.lost.is_empty(), "{v:?}");
+        // Counted as a packet, the copy would make 2 look lost.
+        let v = infer_with(&sent, &replies, &context(2));
+        assert_eq!(v.lost, vec![2, 3]);
     }
 
     #[test]

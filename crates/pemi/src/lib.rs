@@ -66,6 +66,7 @@
 //! IPv6 ICMP probes in real mode (the driver is IPv4), no protection of a
 //! direction that is not dominant.
 
+pub mod accuracy;
 mod config;
 mod conn;
 mod copa;
@@ -80,12 +81,13 @@ mod spin;
 mod stats;
 pub mod wire;
 
+pub use accuracy::{Accuracy, Truth, accuracy};
 pub use config::{Enforcement, PemiConfig};
 pub use conn::ConnSummary;
 pub use engine::Pemi;
-pub use matching::{Matching, Scratch, fresh_rtt, match_flowlet};
+pub use matching::{Estimate, Matching, Scratch, fresh_rtt, match_flowlet};
 pub use rtt::RttEstimate;
-pub use stats::{Inferred, PemiStats, Record};
+pub use stats::{FlowletTrace, Inferred, PemiStats, Record};
 
 use serde::Serialize;
 

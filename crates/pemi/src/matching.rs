@@ -36,11 +36,23 @@ pub enum Matching {
     Infeasible,
 }
 
-/// The fresh RTT̂ of §4.2.3: the gap between the last reply and the last
-/// sent packet when the replies' width exceeds `ratio_percent` of the
-/// packets' (they line up), otherwise `srtt` (also when the last reply
-/// precedes the last packet).
-pub fn fresh_rtt(sent: &[Time], replies: &[Time], srtt: Duration, ratio_percent: u64) -> Duration {
+/// The fresh RTT̂ of §4.2.3: when the replies' width exceeds
+/// `ratio_percent` of the packets' (they line up), the gap between the
+/// last reply and the last packet it can answer, otherwise `srtt`.
+///
+/// The paper takes the last packet sent. A receiver that acknowledges
+/// every `threshold`-th packet leaves up to `threshold − 1` packets at the
+/// end unanswered, and that gap is then short by an inter-packet interval
+/// or more (every match shifts by one); so of the last `threshold` packets
+/// sent before the last reply, the one whose gap is closest to `srtt` is
+/// taken (docs/pemi.md). With a threshold of 1 this is the paper's rule.
+pub fn fresh_rtt(
+    sent: &[Time],
+    replies: &[Time],
+    srtt: Duration,
+    ratio_percent: u64,
+    threshold: usize,
+) -> Duration {
     let (Some(&s0), Some(&s1), Some(&r0), Some(&r1)) =
         (sent.first(), sent.last(), replies.first(), replies.last())
     else {
@@ -48,11 +60,14 @@ pub fn fresh_rtt(sent: &[Time], replies: &[Time], srtt: Duration, ratio_percent:
     };
     let w_sent = (s1 - s0).as_nanos();
     let w_reply = (r1 - r0).as_nanos();
-    if w_reply * 100 > w_sent * u128::from(ratio_percent) && r1 > s1 {
-        r1 - s1
-    } else {
-        srtt
+    if w_reply * 100 <= w_sent * u128::from(ratio_percent) {
+        return srtt;
     }
+    let before = sent.partition_point(|&s| s <= r1);
+    (before.saturating_sub(threshold.max(1))..before)
+        .map(|i| r1 - sent[i])
+        .min_by_key(|gap| gap.abs_diff(srtt))
+        .unwrap_or(srtt)
 }
 
 /// Cost of matching reply `r` with packet `s` for RTT̂ `rtt`; `None` if
@@ -71,12 +86,22 @@ pub struct Scratch {
     matched: Vec<bool>,
 }
 
+/// What the matching takes besides the times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// The smoothed RTT to the receiver.
+    pub srtt: Duration,
+    /// The fresh-RTT width ratio, in percent.
+    pub ratio_percent: u64,
+    /// The estimated eliciting threshold.
+    pub threshold: usize,
+}
+
 /// Matches `replies` (sorted) with `sent` (sorted) as §4.2.3 says.
 pub fn match_flowlet(
     sent: &[Time],
     replies: &[Time],
-    srtt: Duration,
-    ratio_percent: u64,
+    estimate: Estimate,
     scratch: &mut Scratch,
 ) -> Matching {
     let (n, m) = (sent.len(), replies.len());
@@ -89,7 +114,13 @@ pub fn match_flowlet(
     if m > n || n > usize::from(u16::MAX) {
         return Matching::Abandoned;
     }
-    let rtt = fresh_rtt(sent, replies, srtt, ratio_percent);
+    let rtt = fresh_rtt(
+        sent,
+        replies,
+        estimate.srtt,
+        estimate.ratio_percent,
+        estimate.threshold,
+    );
     const INF: u64 = u64::MAX / 4;
     // cost[i][j]: the best cost of matching the first j replies with some
     // of the first i packets; matched[i][j]: whether packet i-1 takes
@@ -151,27 +182,35 @@ mod tests {
         Duration::from_millis(v)
     }
 
+    fn estimate(srtt: Duration, threshold: usize) -> Estimate {
+        Estimate {
+            srtt,
+            ratio_percent: 80,
+            threshold,
+        }
+    }
+
     #[test]
     fn the_four_cases() {
         let mut s = Scratch::default();
         let sent = at(&[0.0, 1.0, 2.0]);
         assert_eq!(
-            match_flowlet(&sent, &[], ms(10), 80, &mut s),
+            match_flowlet(&sent, &[], estimate(ms(10), 1), &mut s),
             Matching::NoReplies
         );
         let three = at(&[10.0, 11.0, 12.0]);
         assert_eq!(
-            match_flowlet(&sent, &three, ms(10), 80, &mut s),
+            match_flowlet(&sent, &three, estimate(ms(10), 1), &mut s),
             Matching::OneToOne
         );
         let four = at(&[10.0, 11.0, 12.0, 13.0]);
         assert_eq!(
-            match_flowlet(&sent, &four, ms(10), 80, &mut s),
+            match_flowlet(&sent, &four, estimate(ms(10), 1), &mut s),
             Matching::Abandoned
         );
         let one = at(&[11.0]);
         assert!(matches!(
-            match_flowlet(&sent, &one, ms(10), 80, &mut s),
+            match_flowlet(&sent, &one, estimate(ms(10), 1), &mut s),
             Matching::Partial { .. }
         ));
     }
@@ -183,9 +222,12 @@ mod tests {
     fn figure_6_partly_replied_flowlet() {
         let sent = at(&[0.0, 1.0, 2.0, 3.0, 4.0]);
         let replies = at(&[10.2, 11.9, 14.1]);
-        let Matching::Partial { reply_of, rtt } =
-            match_flowlet(&sent, &replies, ms(10), 80, &mut Scratch::default())
-        else {
+        let Matching::Partial { reply_of, rtt } = match_flowlet(
+            &sent,
+            &replies,
+            estimate(ms(10), 1),
+            &mut Scratch::default(),
+        ) else {
             panic!("a partial matching")
         };
         // W_reply = 3.9 ms > 0.8 · 4 ms: the fresh RTT̂ is 14.1 − 4 ms.
@@ -198,16 +240,30 @@ mod tests {
         // The path's RTT grew to 14 ms; srtt still says 10 ms.
         let sent = at(&[0.0, 1.0, 2.0, 3.0]);
         let replies = at(&[15.0, 17.0]);
-        assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80), ms(10));
+        assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80, 1), ms(10));
         let replies = at(&[14.0, 17.0]);
-        assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80), ms(14));
-        let Matching::Partial { reply_of, rtt } =
-            match_flowlet(&sent, &replies, ms(10), 80, &mut Scratch::default())
-        else {
+        assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80, 1), ms(14));
+        let Matching::Partial { reply_of, rtt } = match_flowlet(
+            &sent,
+            &replies,
+            estimate(ms(10), 1),
+            &mut Scratch::default(),
+        ) else {
             panic!("a partial matching")
         };
         assert_eq!(rtt, ms(14));
         assert_eq!(reply_of, vec![Some(0), None, None, Some(1)]);
+    }
+
+    /// A receiver acknowledging every second packet leaves the last of an
+    /// odd flowlet for its timer: the fresh RTT̂ comes from the packet
+    /// before it, not from the unanswered one (which would say 1 ms).
+    #[test]
+    fn the_fresh_rtt_skips_a_tail_left_to_the_ack_timer() {
+        let sent = at(&[0.0, 1.0, 2.0, 3.0, 4.0]);
+        let replies = at(&[1.5, 5.0]);
+        assert_eq!(fresh_rtt(&sent, &replies, ms(2), 80, 1), ms(1));
+        assert_eq!(fresh_rtt(&sent, &replies, ms(2), 80, 2), ms(2));
     }
 
     #[test]
@@ -215,13 +271,13 @@ mod tests {
         let sent = at(&[5.0, 6.0, 7.0]);
         let early = at(&[1.0, 2.0]);
         assert_eq!(
-            match_flowlet(&sent, &early, ms(1), 80, &mut Scratch::default()),
+            match_flowlet(&sent, &early, estimate(ms(1), 1), &mut Scratch::default()),
             Matching::Infeasible
         );
         // One early reply: the other is matched after its packet.
         let mixed = at(&[5.5, 8.0]);
         let Matching::Partial { reply_of, .. } =
-            match_flowlet(&sent, &mixed, ms(1), 80, &mut Scratch::default())
+            match_flowlet(&sent, &mixed, estimate(ms(1), 1), &mut Scratch::default())
         else {
             panic!("a partial matching")
         };

@@ -16,7 +16,7 @@ use crate::inference::{Context, infer};
 use crate::matching::Scratch;
 use crate::rtt::RttEstimate;
 use crate::spin::Spin;
-use crate::stats::{Inferred, PemiStats, Record};
+use crate::stats::{FlowletTrace, Inferred, PemiStats, Record};
 use bytes::Bytes;
 use netsim::{Datagram, Time, Transmit};
 use std::collections::VecDeque;
@@ -63,6 +63,40 @@ impl Path<'_> {
     }
 }
 
+/// The reply/sent ratio over the last one to two windows of protected
+/// packets.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReplyRatio {
+    /// (sent, replies) in the window being filled.
+    current: (u64, u64),
+    /// The last full window.
+    previous: Option<(u64, u64)>,
+}
+
+impl ReplyRatio {
+    fn on_sent(&mut self, window: u64) {
+        self.current.0 += 1;
+        if self.current.0 >= window.max(1) {
+            self.previous = Some(self.current);
+            self.current = (0, 0);
+        }
+    }
+
+    fn on_reply(&mut self) {
+        self.current.1 += 1;
+    }
+
+    /// 1 above `percent` replies per sent packet, else 2 (also before a
+    /// window is full).
+    fn threshold(&self, percent: u64) -> usize {
+        let Some((sent, replies)) = self.previous else {
+            return 2;
+        };
+        let (sent, replies) = (sent + self.current.0, replies + self.current.1);
+        if replies * 100 > sent * percent { 1 } else { 2 }
+    }
+}
+
 /// A reply held back behind later ones.
 #[derive(Clone, Debug)]
 struct Held {
@@ -78,10 +112,10 @@ pub(crate) struct Protection {
     pub(crate) sender: Side,
     flowlets: VecDeque<Flowlet>,
     interval: Interval,
-    /// Protected packets forwarded (originals) and replies: the eliciting
-    /// threshold's ratio.
+    /// Protected packets forwarded (originals) and replies.
     pub(crate) sent: u64,
     pub(crate) replies: u64,
+    ratio: ReplyRatio,
     /// PEMI's retransmissions.
     pub(crate) resent: u64,
     buffered: usize,
@@ -103,6 +137,7 @@ impl Protection {
             interval: Interval::default(),
             sent: 0,
             replies: 0,
+            ratio: ReplyRatio::default(),
             resent: 0,
             buffered: 0,
             recent: VecDeque::new(),
@@ -117,14 +152,7 @@ impl Protection {
 
     /// The eliciting threshold the reply ratio implies (appendix A).
     pub(crate) fn threshold(&self, config: &PemiConfig) -> usize {
-        if self.sent < config.threshold_min_packets {
-            return 2;
-        }
-        if self.replies * 100 > self.sent * config.threshold_ratio_percent {
-            1
-        } else {
-            2
-        }
+        self.ratio.threshold(config.threshold_ratio_percent)
     }
 
     /// Flowlets not yet finished.
@@ -139,6 +167,20 @@ impl Protection {
 
     fn timeout(&self, config: &PemiConfig, path: &Path<'_>) -> Duration {
         self.interval.timeout(config.alpha, path.srtt())
+    }
+
+    /// Counts `bytes` newly buffered.
+    fn buffer(&mut self, env: &mut Env<'_>, bytes: usize) {
+        self.buffered += bytes;
+        *env.buffered += bytes;
+        env.stats.buffered = *env.buffered as u64;
+        env.stats.buffered_peak = env.stats.buffered_peak.max(env.stats.buffered);
+    }
+
+    /// Counts `bytes` freed.
+    fn unbuffer(&mut self, env: &mut Env<'_>, bytes: usize) {
+        self.buffered = self.buffered.saturating_sub(bytes);
+        env.unbuffer(bytes);
     }
 
     /// Frees every buffer (the connection is forgotten or its direction
@@ -159,10 +201,15 @@ impl Protection {
         self.active_until = now + path.e2e;
         self.interval.on_packet(now, path.e2e);
         self.sent += 1;
+        self.ratio.on_sent(env.config.threshold_window);
         env.stats.protected += 1;
         self.enforcer.on_sent(false);
-        let target = self.copa.target_pps(path.rtt.min().unwrap_or(path.srtt()));
         let period = path.e2e.max(Duration::from_millis(10));
+        let target = if self.copa.congested(now, 2 * period) {
+            self.copa.target_pps(path.rtt.min().unwrap_or(path.srtt()))
+        } else {
+            u64::MAX
+        };
         self.enforcer.tick(now, period, target);
         let len = datagram.payload.len();
         let fits = *env.buffered + len <= env.config.buffer_total
@@ -180,14 +227,9 @@ impl Protection {
             copy: fits.then(|| datagram.payload.clone()),
             ttl: datagram.ttl,
             resent: false,
+            retransmission: false,
             fingerprint,
         };
-        if fits {
-            self.buffered += len;
-            *env.buffered += len;
-            env.stats.buffered = *env.buffered as u64;
-            env.stats.buffered_peak = env.stats.buffered_peak.max(env.stats.buffered);
-        }
         self.record(env, path, packet);
         env.out.push_back(Transmit::at(now, datagram));
     }
@@ -202,22 +244,24 @@ impl Protection {
             .is_some_and(|last| packet.at - last.last <= timeout);
         if joins {
             let last = self.flowlets.back_mut().expect("checked");
-            let freed = last.push(packet, max);
-            if freed > 0 {
+            let change = last.push(packet, max);
+            if change < 0 {
                 env.stats.flowlets_abandoned += 1;
-                self.buffered -= freed;
-                env.unbuffer(freed);
+                self.unbuffer(env, change.unsigned_abs());
+            } else {
+                self.buffer(env, change.unsigned_abs());
             }
             return;
         }
         env.stats.flowlets += 1;
-        self.flowlets.push_back(Flowlet::new(packet));
+        let flowlet = Flowlet::new(packet);
+        self.buffer(env, flowlet.buffered);
+        self.flowlets.push_back(flowlet);
         if self.flowlets.len() > env.config.max_flowlets
             && let Some(oldest) = self.flowlets.pop_front()
         {
             env.stats.flowlets_dropped += 1;
-            self.buffered -= oldest.buffered;
-            env.unbuffer(oldest.buffered);
+            self.unbuffer(env, oldest.buffered);
         }
     }
 
@@ -227,6 +271,7 @@ impl Protection {
         let now = env.now;
         self.active_until = now + path.e2e;
         self.replies += 1;
+        self.ratio.on_reply();
         env.stats.replies += 1;
         if self.recent.len() == RECENT_REPLIES {
             self.recent.pop_front();
@@ -361,8 +406,7 @@ impl Protection {
 
     /// §4.3: a finished flowlet's inference, retransmissions and samples.
     fn finish(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, mut flowlet: Flowlet) {
-        self.buffered -= flowlet.buffered;
-        env.unbuffer(flowlet.buffered);
+        self.unbuffer(env, flowlet.buffered);
         if flowlet.abandoned {
             return;
         }
@@ -373,7 +417,24 @@ impl Protection {
             width_ratio_percent: env.config.width_ratio_percent,
             tail_replied: self.tail_replied(env.config, path, &flowlet),
         };
-        let verdict = infer(&flowlet.times(), &flowlet.replies, &context, env.scratch);
+        let verdict = infer(
+            &flowlet.times(),
+            &flowlet.copies(),
+            &flowlet.replies,
+            &context,
+            env.scratch,
+        );
+        if let Some(record) = env.record.as_mut() {
+            record.flowlet(FlowletTrace {
+                finished: env.now,
+                srtt: context.srtt,
+                threshold: context.threshold as u8,
+                tail_replied: context.tail_replied,
+                sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
+                replies: flowlet.replies.clone(),
+                lost: verdict.lost.clone(),
+            });
+        }
         if verdict.unmatched {
             env.stats.flowlets_unmatched += 1;
         }
@@ -443,6 +504,7 @@ impl Protection {
             copy: None::<Bytes>,
             ttl: packet.ttl,
             resent: true,
+            retransmission: true,
             fingerprint: packet.fingerprint,
         };
         self.record(env, path, again);
@@ -459,15 +521,14 @@ impl Protection {
         }
         env.stats.calibration_resets += 1;
         path.rtt.reset(env.now, sample);
-        let mut kept = VecDeque::with_capacity(self.flowlets.len());
-        for flowlet in self.flowlets.drain(..) {
-            if flowlet.replies.is_empty() {
-                kept.push_back(flowlet);
-            } else {
-                self.buffered -= flowlet.buffered;
-                env.unbuffer(flowlet.buffered);
+        let mut freed = 0;
+        self.flowlets.retain(|flowlet| {
+            let matched = !flowlet.replies.is_empty();
+            if matched {
+                freed += flowlet.buffered;
             }
-        }
-        self.flowlets = kept;
+            !matched
+        });
+        self.unbuffer(env, freed);
     }
 }

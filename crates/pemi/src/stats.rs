@@ -91,10 +91,29 @@ pub struct Inferred {
     pub retransmitted: bool,
 }
 
+/// A finished flowlet as inference saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowletTrace {
+    /// When it was finished.
+    pub finished: Time,
+    /// The smoothed RTT inference used.
+    pub srtt: Duration,
+    /// The eliciting threshold inference used.
+    pub threshold: u8,
+    /// Whether the tail grace applied.
+    pub tail_replied: bool,
+    /// Its packets: time and fingerprint.
+    pub sent: Vec<(Time, u64)>,
+    /// The replies assigned to it.
+    pub replies: Vec<Time>,
+    /// Indices of the packets inferred lost.
+    pub lost: Vec<usize>,
+}
+
 /// The record kept with [`crate::PemiConfig::record`]: every protected
-/// packet forwarded, with the RTT estimate of the time, and every
-/// inference. Bounded: past [`Record::LIMIT`] entries each, nothing more
-/// is kept.
+/// packet forwarded, with the RTT estimate of the time, every inference,
+/// and every finished flowlet. Bounded: past [`Record::LIMIT`] entries
+/// each, nothing more is kept.
 #[derive(Clone, Debug, Default)]
 pub struct Record {
     /// (fingerprint, the smoothed RTT to the receiver when it was
@@ -102,6 +121,8 @@ pub struct Record {
     pub forwarded: Vec<(u64, Duration)>,
     /// The inferences.
     pub inferred: Vec<Inferred>,
+    /// The finished flowlets.
+    pub flowlets: Vec<FlowletTrace>,
 }
 
 impl Record {
@@ -111,6 +132,12 @@ impl Record {
     pub(crate) fn forwarded(&mut self, fingerprint: u64, srtt: Duration) {
         if self.forwarded.len() < Self::LIMIT {
             self.forwarded.push((fingerprint, srtt));
+        }
+    }
+
+    pub(crate) fn flowlet(&mut self, trace: FlowletTrace) {
+        if self.flowlets.len() < Self::LIMIT / 16 {
+            self.flowlets.push(trace);
         }
     }
 

@@ -9,6 +9,11 @@
 //! It never panics and never reads past the payload: anything that does
 //! not parse is a [`WireError`], and the engine forwards such a datagram
 //! untouched.
+//!
+//! The fixed bit (0x40) is not checked: endpoints that negotiated
+//! `grease_quic_bit` (RFC 9287; noq-proto does) clear it at random in
+//! packets after the first flight. A datagram that does not start with a
+//! long header is therefore a short header, whatever its first byte.
 
 use std::fmt;
 
@@ -26,10 +31,6 @@ pub const MAX_COALESCED: usize = 8;
 
 /// The header form bit (RFC 8999 §5.1).
 const LONG_FORM: u8 = 0x80;
-/// The fixed bit (RFC 9000 §17.2); set in every v1 and v2 packet unless
-/// both ends negotiated greasing it (RFC 9287), which a first Initial
-/// cannot have.
-const FIXED_BIT: u8 = 0x40;
 /// The spin bit of a short header (RFC 9000 §17.3.1); not protected.
 const SPIN_BIT: u8 = 0x20;
 
@@ -79,9 +80,6 @@ pub enum WireError {
     /// Ends inside a header or a length it announces.
     #[error("truncated at byte {0}")]
     Truncated(usize),
-    /// The fixed bit is clear (not QUIC v1 or v2, or greased).
-    #[error("fixed bit clear at byte {0}")]
-    FixedBitClear(usize),
     /// A long header of another version (0: version negotiation).
     #[error("version {0:#010x} is not QUIC v1 or v2")]
     UnknownVersion(u32),
@@ -192,9 +190,6 @@ fn long_packet(bytes: &[u8], at: usize) -> Result<(LongType, u32, usize, usize),
     if version != VERSION_1 && version != VERSION_2 {
         return Err(WireError::UnknownVersion(version));
     }
-    if first & FIXED_BIT == 0 {
-        return Err(WireError::FixedBitClear(at));
-    }
     let kind =
         LongType::from_bits(version, first >> 4).ok_or(WireError::UnknownVersion(version))?;
     let (after_dcid, dcid_len) = cid(bytes, at + 5)?;
@@ -229,9 +224,6 @@ pub fn summarize(payload: &[u8]) -> Result<Summary, WireError> {
         packets: 0,
     };
     if first & LONG_FORM == 0 {
-        if first & FIXED_BIT == 0 {
-            return Err(WireError::FixedBitClear(0));
-        }
         summary.spin = Some(first & SPIN_BIT != 0);
         summary.packets = 1;
         return Ok(summary);
@@ -241,7 +233,7 @@ pub fn summarize(payload: &[u8]) -> Result<Summary, WireError> {
         let byte = payload[at];
         if byte & LONG_FORM == 0 {
             // A short header ends the datagram; zeros are padding.
-            if summary.packets > 0 && byte & FIXED_BIT != 0 {
+            if byte != 0 {
                 summary.spin = Some(byte & SPIN_BIT != 0);
                 summary.packets += 1;
             }
@@ -335,12 +327,16 @@ mod tests {
         assert!(short.is_short());
         assert_eq!(short.spin, Some(false));
         assert_eq!(summarize(&[0x61]).unwrap().spin, Some(true));
+        // Greased (RFC 9287): the fixed bit clear, long and short.
+        assert_eq!(summarize(&[0x21, 9]).unwrap().spin, Some(true));
+        let mut greased = long(VERSION_1, 2, &[], 4);
+        greased[0] &= !0x40;
+        assert!(summarize(&greased).unwrap().has(LongType::Handshake));
     }
 
     #[test]
     fn what_is_not_quic_is_an_error() {
         assert_eq!(summarize(&[]), Err(WireError::Empty));
-        assert_eq!(summarize(&[0x01, 2, 3]), Err(WireError::FixedBitClear(0)));
         // Version negotiation and unknown versions.
         let mut vn = long(VERSION_1, 0, &[], 4);
         vn[1..5].copy_from_slice(&0u32.to_be_bytes());
@@ -353,10 +349,6 @@ mod tests {
         let mut long_cid = long(VERSION_1, 0, &[], 4);
         long_cid[5] = 21;
         assert_eq!(summarize(&long_cid), Err(WireError::CidTooLong(21)));
-        // The fixed bit clear on a long header.
-        let mut unfixed = long(VERSION_1, 2, &[], 4);
-        unfixed[0] &= !FIXED_BIT;
-        assert_eq!(summarize(&unfixed), Err(WireError::FixedBitClear(0)));
     }
 
     proptest! {

@@ -9,12 +9,12 @@ use netsim::{Datagram, Middlebox, Protocol, Time};
 use pemi::{Enforcement, PemiConfig, Side};
 use std::net::IpAddr;
 
-/// Handshake, then 100 warm-up packets from 100 ms, each ACKed
+/// Handshake, then 200 warm-up packets from 100 ms, each ACKed
 /// (threshold 1).
 fn protected(config: PemiConfig) -> Harness {
     let mut h = Harness::new(config);
     h.handshake();
-    h.warm_up(100.0, 100, 0);
+    h.warm_up(100.0, 200, 0);
     h
 }
 
@@ -30,7 +30,7 @@ fn the_handshake_measures_both_rtts_and_the_server_dominates() {
     assert_eq!(c.rtt_server, Some(ms(50)));
     assert_eq!(c.rtt_client, Some(ms(10)));
     assert_eq!(c.dominant, None);
-    h.warm_up(100.0, 100, 0);
+    h.warm_up(100.0, 200, 0);
     let c = &h.pemi.connections(h.now)[0];
     assert_eq!(c.dominant, Some(Side::Server));
     assert!(c.protected > 30, "{c:?}");
@@ -61,22 +61,23 @@ fn flowlet(h: &mut Harness, start: f64, first_id: u32, lost: &[u32], every: u32)
 #[test]
 fn a_lost_packet_is_retransmitted_once_byte_identical() {
     let mut h = protected(PemiConfig::default());
-    flowlet(&mut h, 300.0, 1000, &[3, 7], 1);
-    h.advance(at_ms(400.0));
+    flowlet(&mut h, 400.0, 1000, &[3, 7], 1);
+    h.advance(at_ms(500.0));
     let copies = h.copies();
     let ids: Vec<u32> = copies.iter().map(|(_, d)| id_of(d)).collect();
     assert_eq!(ids, vec![1003, 1007]);
     assert_eq!(copies[0].1, data(1003));
     // At the flowlet's end: last packet + RTT + Δmargin + the tail grace.
     for (t, _) in &copies {
-        assert!(*t > at_ms(330.0) && *t < at_ms(360.0), "{t}");
+        assert!(*t > at_ms(430.0) && *t < at_ms(460.0), "{t}");
     }
     // No reply to the copies either: they are not sent again.
-    h.advance(at_ms(1000.0));
+    h.advance(at_ms(1100.0));
     assert_eq!(h.copies().len(), 2);
     let stats = h.pemi.stats();
     assert_eq!(stats.retransmissions, 2);
-    assert!(stats.lost_again >= 2, "{stats:?}");
+    // The copies, unanswered, are neutral: not inferred lost again.
+    assert_eq!(stats.lost_again, 0, "{stats:?}");
 }
 
 #[test]
@@ -84,13 +85,13 @@ fn the_next_flowlets_reply_finishes_a_flowlet_early() {
     let mut h = protected(PemiConfig::default());
     // The next flowlet starts 30 ms later; its first reply (at 340.5 ms)
     // projects onto it and finishes the first before its timer would.
-    let mut events = flowlet_events(300.0, 1000, &[4], 1);
-    events.extend(flowlet_events(330.0, 2000, &[], 1));
+    let mut events = flowlet_events(400.0, 1000, &[4], 1);
+    events.extend(flowlet_events(430.0, 2000, &[], 1));
     h.play(events);
     let copies = h.copies();
     let ids: Vec<u32> = copies.iter().map(|(_, d)| id_of(d)).collect();
     assert_eq!(ids, vec![1004], "{:?}", h.pemi.stats());
-    assert_eq!(copies[0].0, at_ms(340.5));
+    assert_eq!(copies[0].0, at_ms(440.5));
 }
 
 #[test]
@@ -140,12 +141,12 @@ fn retransmissions_stop_at_ten_percent_of_the_forwarded_packets() {
     // Flowlets with half their packets unanswered.
     let events = (0..20u32)
         .flat_map(|f| {
-            let start = 300.0 + 40.0 * f64::from(f);
+            let start = 400.0 + 40.0 * f64::from(f);
             flowlet_events(start, 1000 * (f + 1), &[0, 2, 4, 6, 8], 1)
         })
         .collect();
     h.play(events);
-    h.advance(at_ms(2000.0));
+    h.advance(at_ms(2100.0));
     let c = &h.pemi.connections(h.now)[0];
     assert!(c.retransmitted * 10 <= c.protected, "{c:?}");
     assert!(h.pemi.stats().withheld_cap > 0);
@@ -200,12 +201,18 @@ fn a_sender_over_its_target_rate_has_its_replies_delayed() {
     let mut h = protected(config);
     // A standing queue builds on the client's side: each ACK 0.5 ms later
     // than the one before, up to 100 ms.
+    // Flowlets of ten packets every 10 ms, each ACKed; a standing queue
+    // builds on the client's side: every flowlet's ACKs 1 ms later than
+    // the last's, up to 60 ms.
     let mut events = Vec::new();
-    for k in 0..2000u32 {
-        let t = 300.0 + 0.5 * f64::from(k);
-        events.push((at_ms(t), SERVER_SIDE, data(10_000 + k)));
-        let queue = (0.5 * f64::from(k)).min(100.0);
-        events.push((at_ms(t + 10.0 + queue), CLIENT_SIDE, ack(10_000 + k)));
+    for f in 0..300u32 {
+        let queue = f64::from(f).min(60.0);
+        for k in 0..10u32 {
+            let t = 400.0 + 10.0 * f64::from(f) + 0.2 * f64::from(k);
+            let id = 10_000 + 10 * f + k;
+            events.push((at_ms(t), SERVER_SIDE, data(id)));
+            events.push((at_ms(t + 10.0 + queue), CLIENT_SIDE, ack(id)));
+        }
     }
     h.play(events);
     assert!(h.pemi.stats().replies_delayed > 0, "{:?}", h.pemi.stats());
@@ -218,7 +225,7 @@ fn what_is_not_quic_passes_untouched_and_at_once() {
     let before = h.out.len();
     let mut inputs = Vec::new();
     for k in 0..200u32 {
-        let t = at_ms(300.0 + f64::from(k) * 0.3);
+        let t = at_ms(400.0 + f64::from(k) * 0.3);
         let d = match k % 4 {
             // Unknown UDP between other hosts.
             0 => Datagram::new(
@@ -264,7 +271,7 @@ fn a_flood_of_spoofed_initials_keeps_the_table_bounded() {
         let mut d = client_initial();
         d.src = std::net::SocketAddr::new(IpAddr::V4(ip), 40_000);
         h.pemi
-            .handle_datagram(Time::from_millis(400) + ms(0), CLIENT_SIDE, d);
+            .handle_datagram(Time::from_millis(500), CLIENT_SIDE, d);
         while h.pemi.poll_transmit(h.now).is_some() {}
     }
     let stats = h.pemi.stats();
