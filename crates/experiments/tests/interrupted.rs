@@ -33,7 +33,7 @@ fn an_interrupted_run_says_not_run() {
     let file = ScenarioFile::parse(SCENARIO, PathBuf::from("i.toml")).unwrap();
     // Real mode stops before building a testbed once interrupted, so this
     // needs no root.
-    emu::interrupt::request();
+    emu::sys::interrupt::request();
     let options = RunOptions {
         mode: Mode::Real,
         ..RunOptions::default()

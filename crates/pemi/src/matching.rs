@@ -40,12 +40,13 @@ pub enum Matching {
 /// `ratio_percent` of the packets' (they line up), the gap between the
 /// last reply and the last packet it can answer, otherwise `srtt`.
 ///
-/// The paper takes the last packet sent. A receiver that acknowledges
-/// every `threshold`-th packet leaves up to `threshold − 1` packets at the
-/// end unanswered, and that gap is then short by an inter-packet interval
-/// or more (every match shifts by one); so of the last `threshold` packets
+/// The paper takes the last packet sent. But a receiver that
+/// acknowledges every `threshold`-th packet leaves up to `threshold − 1`
+/// packets at the end unanswered, and the last packet may be the one that
+/// was lost: the gap is then short by an inter-packet interval or more,
+/// and every match shifts by one. So of the last `threshold + 1` packets
 /// sent before the last reply, the one whose gap is closest to `srtt` is
-/// taken (docs/pemi.md). With a threshold of 1 this is the paper's rule.
+/// taken (docs/pemi.md).
 pub fn fresh_rtt(
     sent: &[Time],
     replies: &[Time],
@@ -64,7 +65,7 @@ pub fn fresh_rtt(
         return srtt;
     }
     let before = sent.partition_point(|&s| s <= r1);
-    (before.saturating_sub(threshold.max(1))..before)
+    (before.saturating_sub(threshold.max(1) + 1)..before)
         .map(|i| r1 - sent[i])
         .min_by_key(|gap| gap.abs_diff(srtt))
         .unwrap_or(srtt)
@@ -262,8 +263,15 @@ mod tests {
     fn the_fresh_rtt_skips_a_tail_left_to_the_ack_timer() {
         let sent = at(&[0.0, 1.0, 2.0, 3.0, 4.0]);
         let replies = at(&[1.5, 5.0]);
-        assert_eq!(fresh_rtt(&sent, &replies, ms(2), 80, 1), ms(1));
         assert_eq!(fresh_rtt(&sent, &replies, ms(2), 80, 2), ms(2));
+        // The last packet lost, the one before answered: 2 ms, not 1.
+        assert_eq!(fresh_rtt(&sent, &replies, ms(2), 80, 1), ms(2));
+        // The flowlet's RTT drifted to 2.4 ms.
+        let replies = at(&[2.0, 5.4]);
+        assert_eq!(
+            fresh_rtt(&sent, &replies, ms(2), 80, 1),
+            Duration::from_micros(2400)
+        );
     }
 
     #[test]

@@ -25,6 +25,16 @@ fn run(loss: f64, bytes: u64, seed: u64) -> Run {
     let client: SocketAddr = "10.0.2.10:5000".parse().unwrap();
     let server: SocketAddr = "10.0.1.10:4433".parse().unwrap();
     let config = QuicConfig::new(Seed::new(seed));
+    // PEMI_ACK_EVERY=1 (diagnostics): the server asks the client to
+    // acknowledge every packet, as quiche's client does.
+    let server_config = if std::env::var_os("PEMI_ACK_EVERY").is_some() {
+        config.clone().with_ack_frequency(quic::AckFrequency {
+            threshold: 0,
+            max_delay: None,
+        })
+    } else {
+        config.clone()
+    };
     let near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
         .with_buffer(BufferLimit::Packets(1000))
         .with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
@@ -35,22 +45,37 @@ fn run(loss: f64, bytes: u64, seed: u64) -> Run {
         record: true,
         ..PemiConfig::default()
     });
+    // PEMI_RTC=1 (diagnostics): 5 s of RTC frames instead of the download.
+    let (client_host, server_host): (Box<dyn Host>, Box<dyn Host>) =
+        if std::env::var_os("PEMI_RTC").is_some() {
+            let source = quic::RtcConfig::pemi(5);
+            (
+                Box::new(QuicClient::new(
+                    config.clone(),
+                    client,
+                    server,
+                    quic::RtcReceiver::new(source.frames),
+                )),
+                Box::new(quic::Timed::new(QuicServer::new(
+                    server_config,
+                    server,
+                    quic::RtcSenderFactory::new(source),
+                ))),
+            )
+        } else {
+            (
+                Box::new(QuicClient::new(
+                    config.clone(),
+                    client,
+                    server,
+                    BulkClient::new(Direction::Download, bytes),
+                )),
+                Box::new(QuicServer::new(server_config, server, BulkServerFactory)),
+            )
+        };
     let spec = ChainSpec::new(
-        HostSpec::new(
-            "client",
-            client.ip(),
-            QuicClient::new(
-                config.clone(),
-                client,
-                server,
-                BulkClient::new(Direction::Download, bytes),
-            ),
-        ),
-        HostSpec::new(
-            "server",
-            server.ip(),
-            QuicServer::new(config, server, BulkServerFactory),
-        ),
+        HostSpec::boxed("client", client.ip(), client_host),
+        HostSpec::boxed("server", server.ip(), server_host),
     )
     .hop(HopConfig::symmetric(near))
     .middle(MiddleSpec::with_middlebox("pemi", pemi).with_addr("10.255.255.2".parse().unwrap()))
@@ -60,11 +85,13 @@ fn run(loss: f64, bytes: u64, seed: u64) -> Run {
     sim.record_fates(chain.hops[0].reverse);
     sim.record_fates(chain.hops[0].forward);
     sim.run_until(Time::from_secs(120));
-    let c = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
-    let s = sim
-        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
-        .unwrap();
-    let report = BulkReport::from_hosts(c, s);
+    let report = match (
+        sim.host::<QuicClient<BulkClient>>(chain.sender),
+        sim.host::<QuicServer<BulkServerFactory>>(chain.receiver),
+    ) {
+        (Some(c), Some(s)) => BulkReport::from_hosts(c, s),
+        _ => None,
+    };
     let dropped = sim
         .link_stats(chain.hops[0].reverse)
         .dropped_total()

@@ -22,7 +22,7 @@ mod hop;
 mod raw;
 mod validate;
 
-pub use check::Check;
+pub use check::{Check, Statistic};
 pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
 pub use hop::{Buffer, Capacity, Hop};
