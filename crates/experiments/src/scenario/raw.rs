@@ -119,6 +119,8 @@ pub(crate) struct RawHop {
     pub loss_direction: LossDirection,
     #[serde(default)]
     pub buffer: RawBuffer,
+    #[serde(default)]
+    pub jitter: Option<Span>,
 }
 
 /// The directions of a hop that random loss applies to.
