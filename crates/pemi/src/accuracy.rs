@@ -71,6 +71,11 @@ pub struct Accuracy {
     pub rtt_error_p50_ms: Option<f64>,
     /// 90th percentile of |estimate − true RTT|, ms.
     pub rtt_error_p90_ms: Option<f64>,
+    /// Median queueing delay of the protected packets on the link to the
+    /// receiver (its delay above the smallest seen), ms.
+    pub queue_delay_p50_ms: Option<f64>,
+    /// Its 90th percentile, ms.
+    pub queue_delay_p90_ms: Option<f64>,
 }
 
 /// Fates by fingerprint: the original's (first offered) and every later
@@ -145,6 +150,19 @@ pub fn accuracy(record: &Record, stats: &PemiStats, truth: &Truth<'_>) -> Accura
         })
         .count() as u64;
     errors.sort_unstable();
+    let mut delays: Vec<Duration> = truth
+        .data
+        .iter()
+        .filter_map(|f| match f.fate {
+            Fate::Deliver { at } => Some(at - f.offered),
+            Fate::Dropped(_) => None,
+        })
+        .collect();
+    let base = delays.iter().min().copied().unwrap_or_default();
+    for delay in &mut delays {
+        *delay -= base;
+    }
+    delays.sort_unstable();
     let real_losses = real.len() as u64;
     let inferred_count = inferred.len() as u64;
     Accuracy {
@@ -166,6 +184,8 @@ pub fn accuracy(record: &Record, stats: &PemiStats, truth: &Truth<'_>) -> Accura
         rtt_samples: errors.len() as u64,
         rtt_error_p50_ms: quantile(&errors, 0.5),
         rtt_error_p90_ms: quantile(&errors, 0.9),
+        queue_delay_p50_ms: quantile(&delays, 0.5),
+        queue_delay_p90_ms: quantile(&delays, 0.9),
     }
 }
 

@@ -38,6 +38,34 @@ fn run(loss: f64, bytes: u64, seed: u64) -> Run {
     let near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
         .with_buffer(BufferLimit::Packets(1000))
         .with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
+    // PEMI_CELL=1 (diagnostics): the client's link is the TMobile LTE
+    // trace with bursts of loss on the frames' way, as cellular-rtc.toml.
+    let near = if std::env::var_os("PEMI_CELL").is_some() {
+        let trace = |name: &str| {
+            std::sync::Arc::new(
+                CapacityTrace::from_bytes(traces::compressed(name).unwrap()).unwrap(),
+            )
+        };
+        let ge = LossModel::GilbertElliott(GilbertElliott {
+            p: Probability::new(0.00069).unwrap(),
+            r: Probability::new(0.0693).unwrap(),
+            loss_good: Probability::new(0.0).unwrap(),
+            loss_bad: Probability::new(1.0).unwrap(),
+        });
+        HopConfig::new(
+            LinkConfig::trace(
+                Duration::from_millis(1),
+                trace("cellular/TMobile-LTE-short.up"),
+            ),
+            LinkConfig::trace(
+                Duration::from_millis(1),
+                trace("cellular/TMobile-LTE-short.down"),
+            )
+            .with_loss(ge),
+        )
+    } else {
+        HopConfig::symmetric(near)
+    };
     let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
         .with_buffer(BufferLimit::Packets(1000));
     let pemi = Pemi::new(PemiConfig {
@@ -77,7 +105,7 @@ fn run(loss: f64, bytes: u64, seed: u64) -> Run {
         HostSpec::boxed("client", client.ip(), client_host),
         HostSpec::boxed("server", server.ip(), server_host),
     )
-    .hop(HopConfig::symmetric(near))
+    .hop(near)
     .middle(MiddleSpec::with_middlebox("pemi", pemi).with_addr("10.255.255.2".parse().unwrap()))
     .hop(HopConfig::symmetric(far));
     let mut sim = Simulator::new(Seed::new(seed));

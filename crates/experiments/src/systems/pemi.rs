@@ -293,6 +293,8 @@ impl System for PemiSettings {
             ("pemi_repaired_share", accuracy.repaired_share),
             ("pemi_rtt_error_p50_ms", accuracy.rtt_error_p50_ms),
             ("pemi_rtt_error_p90_ms", accuracy.rtt_error_p90_ms),
+            ("pemi_queue_delay_p50_ms", accuracy.queue_delay_p50_ms),
+            ("pemi_queue_delay_p90_ms", accuracy.queue_delay_p90_ms),
         ];
         for (name, value) in metrics {
             if let Some(value) = value {
