@@ -6,6 +6,7 @@
 mod bench_quack;
 mod bench_sidekick_proxy;
 mod daemon;
+mod pemi_daemon;
 mod reproduce;
 mod run_scenario;
 mod sidekick_proxy;
@@ -41,6 +42,10 @@ enum Command {
     /// Run the transparent split-connection TCP PEP on a real router
     /// (nftables tproxy), the papers' "TCP + PEP" baseline.
     TcpPep(tcp_pep::Args),
+    /// Run PEMI in a real router's path: infer the losses of unmodified
+    /// QUIC connections from the timing of their replies and resend them,
+    /// transparently.
+    Pemi(pemi_daemon::Args),
     /// Real-mode testbeds: check the link emulator, bring one up to work
     /// in, clean up after crashed runs.
     Testbed {
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),
+        Command::Pemi(args) => pemi_daemon::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),

@@ -86,6 +86,9 @@ impl DriverInterface {
 pub struct Routes {
     /// Destination address → interface index.
     pub to: Vec<(Ipv4Addr, usize)>,
+    /// Networks (address, prefix length) → interface index, for what no
+    /// host route covers; the longest prefix wins.
+    pub nets: Vec<(Ipv4Addr, u8, usize)>,
     /// The interface for every other destination (`None`: dropped and
     /// counted as unroutable).
     pub default: Option<usize>,
@@ -164,6 +167,13 @@ pub struct MiddleStats {
     pub interface_errors: u64,
     /// Turns of the loop (wake-ups).
     pub turns: u64,
+    /// Wall-clock nanoseconds spent inside the engine's calls (its own
+    /// work: what PEMI's Figure 13 counts against the packet I/O).
+    pub engine_ns: u64,
+    /// The driver thread's CPU time over [`MiddleDriver::run`], in
+    /// nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): the engine's work plus the
+    /// packet I/O.
+    pub cpu_ns: u64,
 }
 
 /// Why the driver cannot run.
@@ -330,12 +340,16 @@ impl<M: Middlebox> MiddleDriver<M> {
     /// Runs until `stop` is set (or Ctrl-C, [`crate::sys::interrupt`]), then
     /// hands the engine back with the counters.
     pub fn run(mut self, stop: &AtomicBool) -> MiddleRun<M> {
+        let cpu_start = crate::sys::thread_cpu_time().ok();
         let mut error = None;
         while !stop.load(Ordering::Relaxed) && !crate::sys::interrupt::requested() {
             if let Err(e) = self.turn(MAX_SLEEP) {
                 error = Some(e);
                 break;
             }
+        }
+        if let (Some(start), Ok(end)) = (cpu_start, crate::sys::thread_cpu_time()) {
+            self.core.stats.cpu_ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
         }
         let (engine, stats) = self.into_parts();
         MiddleRun {
@@ -504,19 +518,33 @@ impl<M: Middlebox> MiddleDriver<M> {
 }
 
 impl<M: Middlebox> Core<M> {
+    /// Runs `call` on the engine, counting its time in
+    /// [`MiddleStats::engine_ns`].
+    fn engine<R>(&mut self, call: impl FnOnce(&mut M) -> R) -> R {
+        let start = std::time::Instant::now();
+        let result = call(&mut self.engine);
+        let spent = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats.engine_ns = self.stats.engine_ns.saturating_add(spent);
+        result
+    }
+
     /// Sends what is due, runs the engine's timer if it is due, and drains
     /// what the engine has to send.
     fn service(&mut self, now: Time) {
         self.send_due(now);
-        if self.engine.poll_timeout().is_some_and(|at| at <= now) {
-            self.engine.handle_timeout(now);
-        }
+        self.engine(|engine| {
+            if engine.poll_timeout().is_some_and(|at| at <= now) {
+                engine.handle_timeout(now);
+            }
+        });
         self.drain(now);
     }
 
     /// The engine's next timer or the next held datagram.
     fn next_wake(&mut self) -> Time {
-        let timer = self.engine.poll_timeout().unwrap_or(Time::MAX);
+        let timer = self
+            .engine(|engine| engine.poll_timeout())
+            .unwrap_or(Time::MAX);
         let held = self.held.peek().map_or(Time::MAX, |h| h.at);
         timer.min(held)
     }
@@ -524,7 +552,7 @@ impl<M: Middlebox> Core<M> {
     /// Takes everything the engine has to send: now, or held until its
     /// time.
     fn drain(&mut self, now: Time) {
-        while let Some(transmit) = self.engine.poll_transmit(now) {
+        while let Some(transmit) = self.engine(|engine| engine.poll_transmit(now)) {
             if transmit.at > now {
                 self.stats.held += 1;
                 self.held.push(Held {
@@ -573,8 +601,8 @@ impl<M: Middlebox> Core<M> {
                 // An echo message to the node (the answer to an engine's
                 // ping): the engine's too; the kernel has its own copy.
                 self.stats.datagrams += 1;
-                self.engine
-                    .handle_datagram(now, Interface(from as u16), echo.to_datagram());
+                let datagram = echo.to_datagram();
+                self.engine(|engine| engine.handle_datagram(now, Interface(from as u16), datagram));
                 self.drain(now);
             }
             Ok(Frame::Echo(_) | Frame::Other(_)) => {
@@ -627,8 +655,7 @@ impl<M: Middlebox> Core<M> {
         }
         let mut datagram = udp.to_datagram();
         datagram.ttl -= 1;
-        self.engine
-            .handle_datagram(now, Interface(from as u16), datagram);
+        self.engine(|engine| engine.handle_datagram(now, Interface(from as u16), datagram));
         self.drain(now);
     }
 
@@ -639,7 +666,8 @@ impl<M: Middlebox> Core<M> {
         }
         self.stats.datagrams += 1;
         let now = self.clock.now();
-        self.engine.handle_datagram(now, self.local_iface, datagram);
+        let from = self.local_iface;
+        self.engine(|engine| engine.handle_datagram(now, from, datagram));
         self.drain(now);
     }
 }

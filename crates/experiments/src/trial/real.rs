@@ -189,11 +189,21 @@ impl Middle {
     }
 }
 
-/// The driver's counters that say whether it kept up.
+/// The driver's counters that say whether it kept up, and how its thread's
+/// CPU time divides between the engine and the packet I/O (PEMI's Figure
+/// 13: the engine's time over the rest).
 fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
     result.set("middle_frames", stats.frames as f64);
     result.set("middle_kernel_drops", stats.kernel_drops as f64);
     result.set("middle_send_errors", stats.send_errors as f64);
+    if stats.cpu_ns > 0 {
+        let io = stats.cpu_ns.saturating_sub(stats.engine_ns);
+        result.set("middle_cpu_ms", stats.cpu_ns as f64 / 1e6);
+        result.set("middle_engine_ms", stats.engine_ns as f64 / 1e6);
+        if io > 0 {
+            result.set("middle_engine_share", stats.engine_ns as f64 / io as f64);
+        }
+    }
 }
 
 /// Starts what runs on middle node `at` and waits until it serves.
