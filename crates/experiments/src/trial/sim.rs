@@ -66,8 +66,11 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
     let seed = scenario.trial_seed(trial);
     let topology = match &scenario.traffic {
         Traffic::Hosts { topology, .. } => *topology,
-        Traffic::KernelTcp(_) => {
-            let why = "TCP runs in real mode only (pepkit run --real)".to_string();
+        Traffic::KernelTcp(_) | Traffic::Peers(_) => {
+            let why = scenario
+                .unsupported_in(crate::outcome::Mode::Simulator)
+                .unwrap_or("real mode only")
+                .to_string();
             return TrialResult::failed(variant, trial, seed, why);
         }
     };
