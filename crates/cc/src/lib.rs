@@ -8,6 +8,13 @@
 //!   PACUBIC needs. [`Cubic`] wraps it as a plain controller
 //!   ([`CubicConfig`] is its factory) so it can be compared with
 //!   noq-proto's own `"cubic"`.
+//! * [`Bbr`] is BBR version 1, deterministic (noq-proto's BBRv3 draws
+//!   its probe timing from the OS); [`BbrConfig`] is its factory.
+//! * [`Tecc`] is TECC's rate control on the application server (§4.2,
+//!   Algorithm 1): it paces at the rate the tunnel server feeds back
+//!   (QUIC_INFO datagrams on the end-to-end connection), BBR until the
+//!   first feedback.
+//! * [`Unlimited`] is no congestion control (a tunnel's "none").
 //! * [`Pacubic`] is Sidekick's path-aware CUBIC (NSDI 2024 §4.3.2,
 //!   appendix A). It reads the sender engine's events
 //!   ([`sidekick::Signals`]) at each controller callback: a loss reported
@@ -50,12 +57,18 @@
 //! endpoint that sends the data should use PACUBIC with a given queue: every
 //! controller built by one factory drains the same queue.
 
+mod bbr;
 mod cubic;
 mod pacubic;
 mod ratio;
 mod registry;
+mod tecc;
+mod unlimited;
 
+pub use bbr::{Bbr, BbrConfig};
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
+pub use tecc::{RateLaw, Tecc, TeccFactory, TeccSettings, TeccStats};
+pub use unlimited::Unlimited;

@@ -39,6 +39,14 @@ pub enum Controller {
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
     /// sender engine's quACK events.
     Pacubic(crate::pacubic::PacubicSettings),
+    /// Our deterministic BBR version 1 ([`crate::Bbr`]).
+    PepkitBbr,
+    /// No congestion control ([`crate::Unlimited`]; for a tunnel whose
+    /// inner connections have their own).
+    None,
+    /// TECC's rate control on the application server ([`crate::Tecc`]):
+    /// reads the tunnel server's feedback.
+    Tecc(crate::tecc::TeccSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -47,6 +55,10 @@ pub enum Controller {
 pub enum Input {
     /// The sidekick sender engine's events ([`sidekick::Signals`]).
     SidekickSignals,
+    /// TECC's feedback, relayed by the tunnel client to the application
+    /// server as QUIC_INFO datagrams on the end-to-end connection (the
+    /// server endpoint's [`quic::DatagramChannel`]).
+    TeccFeedback,
 }
 
 /// What a controller may use when it is built.
@@ -59,6 +71,10 @@ pub struct ControllerContext {
     /// The sidekick sender engine's events, when one runs beside the
     /// endpoint.
     pub sidekick: Option<sidekick::Signals>,
+    /// The datagrams the endpoint receives (TECC's QUIC_INFO), when a TECC
+    /// tunnel serves its flow; the endpoint must get the same channel
+    /// (`QuicConfig::with_datagram_channel`).
+    pub tecc: Option<quic::DatagramChannel>,
 }
 
 impl ControllerContext {
@@ -68,6 +84,7 @@ impl ControllerContext {
             seed,
             clock,
             sidekick: None,
+            tecc: None,
         }
     }
 }
@@ -87,6 +104,8 @@ pub struct Built {
     pub factory: SharedFactory,
     /// Its counters, if it keeps any.
     pub counters: Option<Arc<dyn ControllerCounters>>,
+    /// The loss thresholds it asks of its endpoint, if not RFC 9002's.
+    pub loss_detection: Option<quic::LossDetection>,
 }
 
 impl Built {
@@ -94,6 +113,7 @@ impl Built {
         Built {
             factory,
             counters: None,
+            loss_detection: None,
         }
     }
 }
@@ -107,15 +127,22 @@ impl Controller {
             Controller::Bbr => "bbr",
             Controller::PepkitCubic => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
+            Controller::PepkitBbr => "pepkit-bbr",
+            Controller::None => "none",
+            Controller::Tecc(_) => "tecc",
         }
     }
 
     /// What it reads from beside its endpoint, with why, if anything.
     pub fn requires(&self) -> Option<(Input, &'static str)> {
         match self {
-            Controller::Cubic | Controller::Newreno | Controller::Bbr | Controller::PepkitCubic => {
-                None
-            }
+            Controller::Cubic
+            | Controller::Newreno
+            | Controller::Bbr
+            | Controller::PepkitCubic
+            | Controller::PepkitBbr
+            | Controller::None => None,
+            Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
                 crate::pacubic::PacubicSettings::REQUIRES,
@@ -132,6 +159,11 @@ impl Controller {
             Controller::Bbr => Built::plain(Arc::new(Bbr3Config::default())),
             Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
             Controller::Pacubic(settings) => settings.build(context),
+            Controller::PepkitBbr => Built::plain(Arc::new(crate::BbrConfig {
+                phase_seed: context.seed.derive("pepkit-bbr").value(),
+            })),
+            Controller::None => Built::plain(Arc::new(crate::Unlimited)),
+            Controller::Tecc(settings) => settings.build(context),
         }
     }
 }
@@ -151,7 +183,16 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_list_the_known() {
-        for name in ["cubic", "newreno", "bbr", "pepkit-cubic", "pacubic"] {
+        for name in [
+            "cubic",
+            "newreno",
+            "bbr",
+            "pepkit-cubic",
+            "pacubic",
+            "pepkit-bbr",
+            "none",
+            "tecc",
+        ] {
             let controller = from_toml_like(&[("name", name)]).unwrap();
             assert_eq!(controller.name(), name);
         }

@@ -60,6 +60,6 @@ pub use driver::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use require::{REQUIRE_REAL, real_required, require_or_skip, require_real_or_skip};
 pub use sys::{Finished, Process, RealClock};
 pub use testbed::{
-    HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Testbed, TestbedError, TestbedSpec,
-    available, sweep_stale,
+    HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Swept, Testbed, TestbedError,
+    TestbedSpec, available, sweep_stale,
 };

@@ -118,3 +118,18 @@ middle = { kind = "split", controller = "newreno" }
     let file = ScenarioFile::parse(text, PathBuf::from("short-flows.toml")).unwrap();
     insta::assert_snapshot!(snapshot(&file, 2, None));
 }
+
+#[test]
+fn tecc_modes_with_loss() {
+    // Figure 2's four MASQUE modes at 100 kB through 10% tunnel loss.
+    let file = shipped("tecc/fig2-modes.toml");
+    insta::assert_snapshot!(snapshot(&file, 1, Some("response = 100kB")));
+}
+
+#[test]
+fn tecc_against_forwarding() {
+    // Figure 10's MFT, MDT, RMDT and TECC at 1 MB (TECC's feedback and
+    // controller, QUIC-aware forwarding).
+    let file = shipped("tecc/fig10-sizes.toml");
+    insta::assert_snapshot!(snapshot(&file, 1, Some("response = 1000kB")));
+}

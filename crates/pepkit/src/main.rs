@@ -12,6 +12,7 @@ mod run_scenario;
 mod sidekick_proxy;
 mod tcp_pep;
 mod testbed;
+mod tunnel_server;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,9 @@ enum Command {
     /// QUIC connections from the timing of their replies and resend them,
     /// transparently.
     Pemi(pemi_daemon::Args),
+    /// Run the TECC / MASQUE tunnel server (HTTP/3 CONNECT-UDP) on UDP
+    /// sockets of this host, forwarding to the targets --allow names.
+    TunnelServer(tunnel_server::Args),
     /// Real-mode testbeds: check the link emulator, bring one up to work
     /// in, clean up after crashed runs.
     Testbed {
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),
         Command::Pemi(args) => pemi_daemon::run(&args),
+        Command::TunnelServer(args) => tunnel_server::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),

@@ -21,7 +21,10 @@ pub(crate) enum Command {
     /// Ctrl-C, printing its namespaces and addresses, so that you can run
     /// endpoints and daemons in it with `ip netns exec`.
     Up(UpArgs),
-    /// Remove the namespaces of testbeds whose pepkit process is gone.
+    /// Remove what testbeds of pepkit processes that are gone left behind:
+    /// kill the processes still running in their namespaces, then delete
+    /// the namespaces (their interfaces, routes and nftables tables go
+    /// with them).
     Clean,
 }
 
@@ -67,8 +70,17 @@ pub(crate) fn run(command: &Command) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Up(args) => up(args),
         Command::Clean => {
-            let removed = emu::sweep_stale();
-            println!("removed {} stale namespaces {removed:?}", removed.len());
+            let swept = emu::sweep_stale();
+            println!(
+                "killed {} processes left in dead runs' namespaces, removed {} namespaces \
+                 (with their interfaces, routes and nftables tables){}",
+                swept.processes.len(),
+                swept.namespaces.len(),
+                match swept.namespaces.as_slice() {
+                    [] => String::new(),
+                    names => format!(": {}", names.join(", ")),
+                }
+            );
             Ok(ExitCode::SUCCESS)
         }
     };

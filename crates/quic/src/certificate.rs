@@ -55,6 +55,13 @@ impl TestCertificate {
         &self.cert
     }
 
+    /// The private key, PKCS#8 DER (a public test key: for giving an
+    /// independent peer, such as masque-go's proxy, the certificate our
+    /// clients pin).
+    pub fn key_pkcs8(&self) -> &[u8] {
+        &self.key
+    }
+
     /// The private key (PKCS#8 DER).
     pub(crate) fn key_der(&self) -> PrivateKeyDer<'static> {
         PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.clone()))

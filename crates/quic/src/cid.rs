@@ -10,6 +10,28 @@ use std::time::Duration;
 /// Length of the connection IDs our endpoints issue.
 const CID_LEN: usize = 8;
 
+/// The connection IDs an endpoint issued, in order, for something beside
+/// it that must know them (a QUIC-aware proxy's client registers each one
+/// before the peer may use it: draft-ietf-masque-quic-proxy §4.2). The
+/// log keeps at most 256 IDs.
+#[derive(Clone, Debug, Default)]
+pub struct CidLog(Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+impl CidLog {
+    fn push(&self, cid: &[u8]) {
+        let mut ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.len() < 256 {
+            ids.push(cid.to_vec());
+        }
+    }
+
+    /// The IDs issued from the `from`-th on.
+    pub fn since(&self, from: usize) -> Vec<Vec<u8>> {
+        let ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        ids.get(from..).unwrap_or_default().to_vec()
+    }
+}
+
 /// Issues `tag (4 bytes) ‖ counter (4 bytes)`, the tag drawn from the seed,
 /// so two endpoints in one run issue different IDs. Not unlinkable, which
 /// RFC 9000 asks for on the Internet; fine in a simulator, and the
@@ -18,6 +40,7 @@ const CID_LEN: usize = 8;
 pub(crate) struct CounterCidGenerator {
     tag: u32,
     next: u32,
+    log: Option<CidLog>,
 }
 
 impl CounterCidGenerator {
@@ -25,9 +48,16 @@ impl CounterCidGenerator {
     pub(crate) fn factory(
         seed: Seed,
         label: &str,
+        log: Option<CidLog>,
     ) -> Arc<dyn Fn() -> Box<dyn ConnectionIdGenerator> + Send + Sync> {
         let tag = seed.rng(&format!("{label}/cid")).next_u32();
-        Arc::new(move || Box::new(CounterCidGenerator { tag, next: 0 }))
+        Arc::new(move || {
+            Box::new(CounterCidGenerator {
+                tag,
+                next: 0,
+                log: log.clone(),
+            })
+        })
     }
 }
 
@@ -37,6 +67,9 @@ impl ConnectionIdGenerator for CounterCidGenerator {
         bytes[..4].copy_from_slice(&self.tag.to_be_bytes());
         bytes[4..].copy_from_slice(&self.next.to_be_bytes());
         self.next = self.next.wrapping_add(1);
+        if let Some(log) = &self.log {
+            log.push(&bytes);
+        }
         ConnectionId::new(&bytes)
     }
 

@@ -6,7 +6,6 @@ use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
-use crate::probe::InFlightGauge;
 use crate::setup::EndpointSetup;
 use netsim::{Datagram, Host, Time};
 use std::net::SocketAddr;
@@ -60,7 +59,7 @@ impl<A: App> QuicClient<A> {
         let Some(app) = self.pending.take() else {
             return;
         };
-        let gauge = InFlightGauge::default();
+        let gauge = self.setup.gauge();
         let client_config = self.setup.client_config(&self.config, &gauge);
         if let Err(error) = self.core.connect(
             now,

@@ -1,5 +1,6 @@
 //! The options of one QUIC endpoint.
 
+use crate::channel::DatagramChannel;
 use crate::clock::SimClock;
 use crate::controllers::SharedFactory;
 use crate::keylog::KeyLog;
@@ -40,6 +41,44 @@ pub struct QuicConfig {
     /// Collect qlog traces here (default: off).
     #[cfg(feature = "qlog")]
     pub qlog: Option<crate::qlog::QlogSet>,
+    /// The TLS application protocol (default: `pepkit`; MASQUE peers
+    /// want `h3`).
+    pub alpn: Option<Vec<u8>>,
+    /// Log each connection's packets sent, acknowledged and lost for its
+    /// application ([`crate::Session::take_packet_events`]; default off).
+    pub packet_log: bool,
+    /// QUIC DATAGRAM frames to and from something beside the endpoint
+    /// (default: none; datagrams stay with the applications).
+    pub datagram_channel: Option<DatagramChannel>,
+    /// Loss-detection thresholds (default: noq-proto's, RFC 9002's 3
+    /// packets and 9/8 RTT).
+    pub loss_detection: Option<LossDetection>,
+    /// The most bytes of outgoing datagrams noq-proto buffers (default:
+    /// its 1 MiB). A small buffer keeps the queue with the application.
+    pub datagram_send_buffer: Option<usize>,
+    /// Log the connection IDs the endpoint issues here (default: off).
+    pub cid_log: Option<crate::cid::CidLog>,
+    /// Send a PING after this long without sending (default: never).
+    pub keep_alive: Option<Duration>,
+}
+
+/// When a packet is declared lost (RFC 9002 §6.1): after this many later
+/// packets were acknowledged, or this many RTTs after it was sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossDetection {
+    /// Packets acknowledged after it (RFC 9002: 3).
+    pub packet_threshold: u32,
+    /// The time threshold as a multiple of the RTT (RFC 9002: 9/8).
+    pub time_threshold: f32,
+}
+
+impl Default for LossDetection {
+    fn default() -> LossDetection {
+        LossDetection {
+            packet_threshold: 3,
+            time_threshold: 9.0 / 8.0,
+        }
+    }
 }
 
 impl QuicConfig {
@@ -56,7 +95,57 @@ impl QuicConfig {
             clock: None,
             #[cfg(feature = "qlog")]
             qlog: None,
+            alpn: None,
+            packet_log: false,
+            datagram_channel: None,
+            loss_detection: None,
+            datagram_send_buffer: None,
+            cid_log: None,
+            keep_alive: None,
         }
+    }
+
+    /// Keep the connection alive with a PING after `interval` idle.
+    pub fn with_keep_alive(mut self, interval: Duration) -> QuicConfig {
+        self.keep_alive = Some(interval);
+        self
+    }
+
+    /// Log every connection ID the endpoint issues in `log`.
+    pub fn with_cid_log(mut self, log: crate::cid::CidLog) -> QuicConfig {
+        self.cid_log = Some(log);
+        self
+    }
+
+    /// Negotiate this TLS application protocol instead of `pepkit`.
+    pub fn with_alpn(mut self, alpn: &[u8]) -> QuicConfig {
+        self.alpn = Some(alpn.to_vec());
+        self
+    }
+
+    /// Log every connection's packets for its application.
+    pub fn with_packet_log(mut self) -> QuicConfig {
+        self.packet_log = true;
+        self
+    }
+
+    /// Send the datagrams queued on `channel` on the endpoint's connection
+    /// and put every datagram received into it.
+    pub fn with_datagram_channel(mut self, channel: DatagramChannel) -> QuicConfig {
+        self.datagram_channel = Some(channel);
+        self
+    }
+
+    /// Declare packets lost with these thresholds.
+    pub fn with_loss_detection(mut self, loss: LossDetection) -> QuicConfig {
+        self.loss_detection = Some(loss);
+        self
+    }
+
+    /// Buffer at most `bytes` of outgoing datagrams in the state machine.
+    pub fn with_datagram_send_buffer(mut self, bytes: usize) -> QuicConfig {
+        self.datagram_send_buffer = Some(bytes);
+        self
     }
 
     /// Build each connection's congestion controller with `factory`.
@@ -127,6 +216,9 @@ impl std::fmt::Debug for QuicConfig {
             .field("ack_frequency", &self.ack_frequency)
             .field("receive_window", &self.receive_window)
             .field("sample_interval", &self.sample_interval)
+            .field("alpn", &self.alpn)
+            .field("packet_log", &self.packet_log)
+            .field("loss_detection", &self.loss_detection)
             .finish_non_exhaustive()
     }
 }

@@ -2,6 +2,7 @@
 //! connections and their applications, in virtual time.
 
 use crate::app::App;
+use crate::channel::DatagramChannel;
 use crate::clock::SimClock;
 use crate::clock::VirtualWallClock;
 use crate::metrics::{ConnRecord, ConnStats, Sample};
@@ -51,6 +52,8 @@ pub(crate) struct Core<A> {
     outbox: VecDeque<Datagram>,
     buf: Vec<u8>,
     sample_interval: Option<Duration>,
+    /// Datagrams to and from something beside the endpoint.
+    channel: Option<DatagramChannel>,
 }
 
 impl<A: App> Core<A> {
@@ -72,6 +75,7 @@ impl<A: App> Core<A> {
             outbox: VecDeque::new(),
             buf: Vec::new(),
             sample_interval,
+            channel: setup.channel.clone(),
         }
     }
 
@@ -278,8 +282,22 @@ impl<A: App> Core<A> {
         Some(datagram)
     }
 
-    /// When the next connection timer is due.
+    /// When the next connection timer is due; at once when datagrams wait
+    /// on the channel and a connection can send them.
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        let open = || {
+            self.conns
+                .values()
+                .any(|c| !c.drained && !c.conn.is_handshaking() && !c.conn.is_closed())
+        };
+        if self
+            .channel
+            .as_ref()
+            .is_some_and(DatagramChannel::has_outgoing)
+            && open()
+        {
+            return Some(Time::ZERO);
+        }
         self.conns
             .values()
             .filter(|c| !c.drained)
@@ -290,6 +308,18 @@ impl<A: App> Core<A> {
     /// The connections, in creation order.
     pub(crate) fn conns(&self) -> impl Iterator<Item = &Conn<A>> + '_ {
         self.conns.values()
+    }
+
+    /// The connections, mutably, in creation order.
+    pub(crate) fn conns_mut(&mut self) -> impl Iterator<Item = &mut Conn<A>> + '_ {
+        self.conns.values_mut()
+    }
+
+    /// Drives every live connection's application (its owner changed
+    /// something it acts on).
+    pub(crate) fn drive(&mut self, now: Time) {
+        self.catch_up_samples(now);
+        self.process(now);
     }
 
     /// Closes every connection cleanly (application code 0).
@@ -371,8 +401,18 @@ impl<A: App> Core<A> {
                 _ => {}
             }
         }
+        if let Some(channel) = &self.channel
+            && !c.drained
+        {
+            channel.exchange(now, &mut c.conn);
+        }
         if !c.drained && !c.conn.is_closed() {
-            c.app.drive(&mut Session::new(&mut c.conn, now, instant));
+            c.app.drive(&mut Session::new(
+                &mut c.conn,
+                now,
+                instant,
+                c.gauge.packets(),
+            ));
         }
         if c.conn.is_closed() {
             c.record.closed_at.get_or_insert(now);

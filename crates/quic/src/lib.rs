@@ -47,6 +47,19 @@
 //! * **Media workload.** [`MediaSender`] and [`MediaReceiver`] (Sidekick
 //!   §5.1): 240 B every 20 ms over UDP, NACKs, a de-jitter buffer and the
 //!   de-jitter delay of every packet; see the `media` module docs.
+//! * **Pieces for engines that run QUIC themselves** (the tunnel):
+//!   [`EmbeddedEndpoint`] is an endpoint to embed in a middlebox or a host
+//!   wrapper, its applications reachable between inputs; a [`Session`]
+//!   also offers unidirectional streams, stream priorities, QUIC DATAGRAM
+//!   frames (RFC 9221), the controller's pacing rate, and, with
+//!   [`QuicConfig::with_packet_log`], each packet sent, acknowledged and
+//!   lost by number ([`PacketEvent`], from a transparent wrapper around
+//!   the controller: noq-proto reports no per-datagram fate) together with
+//!   a count of the datagrams sent, read after each packet. A
+//!   [`DatagramChannel`] carries datagrams between an endpoint's
+//!   connection and something beside it (TECC's end-to-end feedback);
+//!   [`QuicConfig::with_alpn`] and [`QuicConfig::with_loss_detection`]
+//!   set the TLS application protocol and the loss thresholds.
 //! * **TLS key log.** [`KeyLog`] collects the SSLKEYLOGFILE lines of both
 //!   endpoints in memory, so a netsim pcap can be decrypted later with
 //!   `tshark -o tls.keylog_file:KEYS -r run.pcap`.
@@ -90,8 +103,8 @@
 //!   differ now and then between processes (observed: 1 run in 3 of a
 //!   10 MB transfer). Fixing it needs a setter upstream or a patched
 //!   noq-proto.
-//! * One connection per client; no 0-RTT, resumption, migration, multipath,
-//!   datagrams or ECN (netsim has no ECN field).
+//! * One connection per client; no 0-RTT, resumption, migration, multipath
+//!   or ECN (netsim has no ECN field).
 //! * No certificate authority: the client trusts exactly the test
 //!   certificate. The keys are public test keys; this is a simulator.
 //! * Workloads so far: bulk (over QUIC), media ([`MediaSender`] /
@@ -134,11 +147,13 @@ mod ack_delay;
 mod app;
 mod bulk;
 mod certificate;
+mod channel;
 mod cid;
 mod client;
 mod clock;
 mod config;
 mod controllers;
+mod embedded;
 mod endpoint;
 mod entropy;
 mod keylog;
@@ -160,21 +175,25 @@ pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
 pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
+pub use channel::DatagramChannel;
+pub use cid::CidLog;
 pub use client::QuicClient;
 pub use clock::SimClock;
-pub use config::{AckFrequency, QuicConfig};
+pub use config::{AckFrequency, LossDetection, QuicConfig};
 pub use controllers::SharedFactory;
+pub use embedded::EmbeddedEndpoint;
 pub use keylog::KeyLog;
 pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
     MediaReceiverStats, MediaSender, MediaSenderStats, MediaTransmission, MediaWireError,
 };
 pub use metrics::{ConnRecord, ConnStats, Sample};
+pub use probe::PacketEvent;
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;
 pub use rtc::{FrameRecord, RtcConfig, RtcReceiver, RtcReport, RtcSender, RtcSenderFactory};
 pub use server::QuicServer;
-pub use session::{ReadStatus, Session, StreamError, StreamId};
+pub use session::{DatagramError, ReadStatus, Session, StreamError, StreamId};
 pub use short_flows::{
     Arrivals, FlowRecord, ShortFlowsClient, ShortFlowsReport, ShortFlowsServer,
     ShortFlowsServerFactory,

@@ -1,37 +1,114 @@
 //! A transparent wrapper around a connection's congestion controller that
 //! tracks bytes in flight from the controller callbacks, because
-//! noq-proto's public API does not expose them.
+//! noq-proto's public API does not expose them, and, on request, logs
+//! every packet sent, acknowledged and declared lost (by packet number),
+//! which noq-proto reports only to the controller.
 
 use crate::controllers::SharedFactory;
 use noq_proto::RttEstimator;
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use std::any::Any;
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bytes in flight as the controller sees them: set exactly after each
 /// batch of ACKs (`on_end_acks`), raised by every packet sent and lowered by
-/// every packet declared lost in between.
+/// every packet declared lost in between; and, if asked, the connection's
+/// [`PacketLog`].
 #[derive(Clone, Debug, Default)]
-pub(crate) struct InFlightGauge(Arc<AtomicU64>);
+pub(crate) struct InFlightGauge {
+    bytes: Arc<AtomicU64>,
+    packets: Option<PacketLog>,
+}
 
 impl InFlightGauge {
+    /// A gauge that also logs every packet's fate.
+    pub(crate) fn logging() -> InFlightGauge {
+        InFlightGauge {
+            bytes: Arc::default(),
+            packets: Some(PacketLog::default()),
+        }
+    }
     pub(crate) fn bytes(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.bytes.load(Ordering::Relaxed)
+    }
+    pub(crate) fn packets(&self) -> Option<&PacketLog> {
+        self.packets.as_ref()
     }
     fn set(&self, bytes: u64) {
-        self.0.store(bytes, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
     }
     fn add(&self, bytes: u64) {
-        self.0.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
     fn sub(&self, bytes: u64) {
         let _ = self
-            .0
+            .bytes
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(v.saturating_sub(bytes))
             });
+    }
+}
+
+/// What happened to one packet, as the congestion controller heard it.
+/// Packet numbers are those of the packet-number space of the packet
+/// (1-RTT packets, which carry application data and datagrams, once the
+/// handshake is over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketEvent {
+    /// An ack-eliciting packet was sent.
+    Sent {
+        /// Its packet number.
+        pn: u64,
+        /// Its size, bytes.
+        bytes: u16,
+    },
+    /// It was acknowledged.
+    Acked {
+        /// Its packet number.
+        pn: u64,
+    },
+    /// It was declared lost.
+    Lost {
+        /// Its packet number.
+        pn: u64,
+    },
+}
+
+/// The per-packet events of one connection, in the order the controller
+/// saw them, with the connection's minimum RTT. Shared between the
+/// controller wrapper (which writes) and the connection's application
+/// (which reads, through [`crate::Session::take_packet_events`]); nothing
+/// else touches it, so the lock is never contended.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PacketLog(Arc<Mutex<LogState>>);
+
+#[derive(Debug, Default)]
+struct LogState {
+    events: VecDeque<PacketEvent>,
+    min_rtt: Option<Duration>,
+}
+
+impl PacketLog {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        // Single-threaded use: a poisoned lock means a panic already happened.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn push(&self, event: PacketEvent) {
+        self.lock().events.push_back(event);
+    }
+    fn note_rtt(&self, rtt: &RttEstimator) {
+        self.lock().min_rtt = Some(rtt.min());
+    }
+    /// Moves every event logged so far into `out`.
+    pub(crate) fn drain_into(&self, out: &mut Vec<PacketEvent>) {
+        out.extend(self.lock().events.drain(..));
+    }
+    /// The connection's minimum RTT, once a packet was acknowledged.
+    pub(crate) fn min_rtt(&self) -> Option<Duration> {
+        self.lock().min_rtt
     }
 }
 
@@ -70,6 +147,9 @@ impl Controller for Probed {
 
     fn on_packet_sent(&mut self, now: Instant, bytes: u16, pn: u64) {
         self.gauge.add(u64::from(bytes));
+        if let Some(log) = &self.gauge.packets {
+            log.push(PacketEvent::Sent { pn, bytes });
+        }
         self.inner.on_packet_sent(now, bytes, pn);
     }
 
@@ -86,6 +166,10 @@ impl Controller for Probed {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        if let Some(log) = &self.gauge.packets {
+            log.push(PacketEvent::Acked { pn });
+            log.note_rtt(rtt);
+        }
         self.inner.on_ack(now, sent, bytes, pn, app_limited, rtt);
     }
 
@@ -122,6 +206,9 @@ impl Controller for Probed {
 
     fn on_packet_lost(&mut self, lost_bytes: u16, pn: u64, now: Instant) {
         self.gauge.sub(u64::from(lost_bytes));
+        if let Some(log) = &self.gauge.packets {
+            log.push(PacketEvent::Lost { pn });
+        }
         self.inner.on_packet_lost(lost_bytes, pn, now);
     }
 

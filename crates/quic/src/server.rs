@@ -49,7 +49,7 @@ impl<F: AppFactory> Host for QuicServer<F> {
     fn handle_datagram(&mut self, now: Time, datagram: Datagram) {
         let (setup, config, factory) = (&self.setup, &self.config, &mut self.factory);
         let mut accept = || {
-            let gauge = InFlightGauge::default();
+            let gauge = setup.gauge();
             let server_config = setup.server_config(config, &gauge);
             Some((server_config, gauge, factory.make()))
         };

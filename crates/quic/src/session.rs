@@ -1,10 +1,13 @@
 //! What a workload sees of its connection: streams and close, in our own
 //! types, so that workloads do not depend on the QUIC library.
 
+use crate::probe::{PacketEvent, PacketLog};
 use bytes::Bytes;
-use netsim::Time;
-use noq_proto::{Connection, Dir, ReadError, ReadableError, VarInt, WriteError};
-use std::time::Instant;
+use netsim::{Rate, Time};
+use noq_proto::{
+    Connection, Dir, PathId, ReadError, ReadableError, SendDatagramError, VarInt, WriteError,
+};
+use std::time::{Duration, Instant};
 
 /// A stream of the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -31,17 +34,40 @@ pub struct ReadStatus {
     pub finished: bool,
 }
 
+/// A QUIC DATAGRAM frame could not be queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatagramError {
+    /// The peer does not accept datagrams, or not this large; or the
+    /// connection is closed. The datagram can never be sent.
+    #[error("the peer does not take this datagram: {0}")]
+    Refused(String),
+    /// The send buffer is full; the datagram is handed back unsent.
+    #[error("datagram send buffer full")]
+    Blocked(Bytes),
+}
+
 /// The application's handle on its connection during one
 /// [`crate::App::drive`] call.
 pub struct Session<'a> {
     conn: &'a mut Connection,
     now: Time,
     instant: Instant,
+    packets: Option<&'a PacketLog>,
 }
 
 impl<'a> Session<'a> {
-    pub(crate) fn new(conn: &'a mut Connection, now: Time, instant: Instant) -> Session<'a> {
-        Session { conn, now, instant }
+    pub(crate) fn new(
+        conn: &'a mut Connection,
+        now: Time,
+        instant: Instant,
+        packets: Option<&'a PacketLog>,
+    ) -> Session<'a> {
+        Session {
+            conn,
+            now,
+            instant,
+            packets,
+        }
     }
 
     /// The current virtual time.
@@ -67,6 +93,104 @@ impl<'a> Session<'a> {
     /// Accepts a bidirectional stream the peer opened, if any.
     pub fn accept_bi(&mut self) -> Option<StreamId> {
         self.conn.streams().accept(Dir::Bi).map(StreamId)
+    }
+
+    /// Opens a unidirectional stream, if the peer's limit allows.
+    pub fn open_uni(&mut self) -> Option<StreamId> {
+        self.conn.streams().open(Dir::Uni).map(StreamId)
+    }
+
+    /// Accepts a unidirectional stream the peer opened, if any.
+    pub fn accept_uni(&mut self) -> Option<StreamId> {
+        self.conn.streams().accept(Dir::Uni).map(StreamId)
+    }
+
+    /// Sets a stream's send priority (higher goes first; default 0).
+    pub fn set_priority(&mut self, id: StreamId, priority: i32) -> Result<(), StreamError> {
+        self.conn
+            .send_stream(id.0)
+            .set_priority(priority)
+            .map_err(|e| StreamError(e.to_string()))
+    }
+
+    /// Queues an unreliable QUIC DATAGRAM frame (RFC 9221). A full send
+    /// buffer hands the datagram back ([`DatagramError::Blocked`]) rather
+    /// than dropping an older one, so the caller keeps the queue.
+    pub fn send_datagram(&mut self, data: Bytes) -> Result<(), DatagramError> {
+        match self.conn.datagrams().send(data, false) {
+            Ok(()) => Ok(()),
+            Err(SendDatagramError::Blocked(data)) => Err(DatagramError::Blocked(data)),
+            Err(e) => Err(DatagramError::Refused(e.to_string())),
+        }
+    }
+
+    /// The next QUIC DATAGRAM frame received, if any.
+    pub fn recv_datagram(&mut self) -> Option<Bytes> {
+        self.conn.datagrams().recv()
+    }
+
+    /// The largest datagram payload the peer and the path take now
+    /// (`None`: the peer takes no datagrams).
+    pub fn max_datagram_size(&mut self) -> Option<usize> {
+        self.conn.datagrams().max_size()
+    }
+
+    /// Bytes of datagrams the send buffer still takes.
+    pub fn datagram_send_space(&mut self) -> usize {
+        self.conn.datagrams().send_buffer_space()
+    }
+
+    /// QUIC DATAGRAM frames sent so far on the connection. Read after each
+    /// packet (the endpoint drives the application after every packet it
+    /// sends), its growth says how many datagrams that packet carried.
+    pub fn datagrams_sent(&mut self) -> u64 {
+        self.conn.stats().frame_tx.datagram
+    }
+
+    /// Moves the per-packet events logged since the last call into `out`
+    /// (nothing unless the endpoint was built with
+    /// [`crate::QuicConfig::with_packet_log`]).
+    pub fn take_packet_events(&mut self, out: &mut Vec<PacketEvent>) {
+        if let Some(log) = self.packets {
+            log.drain_into(out);
+        }
+    }
+
+    /// The connection's minimum RTT, once known (needs the packet log).
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.packets.and_then(PacketLog::min_rtt)
+    }
+
+    /// The peer's address (of the connection's first path).
+    pub fn remote(&self) -> Option<std::net::SocketAddr> {
+        self.conn
+            .network_path(PathId::ZERO)
+            .ok()
+            .map(|path| path.remote())
+    }
+
+    /// The connection's smoothed RTT.
+    pub fn smoothed_rtt(&mut self) -> Duration {
+        self.conn
+            .path_stats(PathId::ZERO)
+            .map(|stats| stats.rtt)
+            .unwrap_or_default()
+    }
+
+    /// The pacing rate the controller sets, if it sets one.
+    pub fn pacing_rate(&mut self) -> Option<Rate> {
+        self.conn
+            .congestion_state(PathId::ZERO)
+            .and_then(|cc| cc.metrics().pacing_rate)
+            .map(|bytes_per_sec| Rate::from_bps(bytes_per_sec.saturating_mul(8)))
+    }
+
+    /// The controller's congestion window, bytes.
+    pub fn congestion_window(&mut self) -> u64 {
+        self.conn
+            .congestion_state(PathId::ZERO)
+            .map(|cc| cc.window())
+            .unwrap_or_default()
     }
 
     /// Writes as much of `data` as flow control and the send buffer allow;

@@ -38,6 +38,18 @@ pub(crate) struct EndpointSetup {
     /// Where qlog traces go, if anywhere.
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogSet>,
+    /// The TLS application protocol.
+    alpn: Vec<u8>,
+    /// Loss-detection thresholds, if not noq-proto's.
+    loss_detection: Option<crate::config::LossDetection>,
+    /// The state machine's datagram send buffer, if not its default.
+    datagram_send_buffer: Option<usize>,
+    /// Whether each connection logs its packets.
+    pub(crate) packet_log: bool,
+    /// PING after this long idle.
+    keep_alive: Option<std::time::Duration>,
+    /// Datagrams to and from something beside the endpoint.
+    pub(crate) channel: Option<crate::channel::DatagramChannel>,
 }
 
 impl EndpointSetup {
@@ -54,7 +66,11 @@ impl EndpointSetup {
         );
         endpoint
             .rng_seed(Some(rng_seed))
-            .cid_generator(CounterCidGenerator::factory(seed, label));
+            .cid_generator(CounterCidGenerator::factory(
+                seed,
+                label,
+                config.cid_log.clone(),
+            ));
         let mut provider = rustls::crypto::ring::default_provider();
         provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));
         provider.kx_groups = vec![SeededX25519::leak(seed, &format!("{label}/tls-kx"))];
@@ -70,6 +86,21 @@ impl EndpointSetup {
             receive_window: config.receive_window,
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
+            alpn: config.alpn.clone().unwrap_or_else(|| crate::ALPN.to_vec()),
+            loss_detection: config.loss_detection,
+            datagram_send_buffer: config.datagram_send_buffer,
+            packet_log: config.packet_log,
+            keep_alive: config.keep_alive,
+            channel: config.datagram_channel.clone(),
+        }
+    }
+
+    /// A fresh gauge for one connection (logging its packets if asked).
+    pub(crate) fn gauge(&self) -> InFlightGauge {
+        if self.packet_log {
+            InFlightGauge::logging()
+        } else {
+            InFlightGauge::default()
         }
     }
 
@@ -92,6 +123,17 @@ impl EndpointSetup {
             transport
                 .stream_receive_window(VarInt::from_u32(bytes))
                 .receive_window(VarInt::from_u32(bytes));
+        }
+        if let Some(loss) = self.loss_detection {
+            transport
+                .packet_threshold(loss.packet_threshold)
+                .time_threshold(loss.time_threshold);
+        }
+        if let Some(interval) = self.keep_alive {
+            transport.keep_alive_interval(Some(interval));
+        }
+        if let Some(bytes) = self.datagram_send_buffer {
+            transport.datagram_send_buffer_size(bytes);
         }
         if let Some(frequency) = self.ack_frequency {
             let mut ack = noq_proto::AckFrequencyConfig::default();
@@ -122,7 +164,7 @@ impl EndpointSetup {
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
-        tls.alpn_protocols = vec![crate::ALPN.to_vec()];
+        tls.alpn_protocols = vec![self.alpn.clone()];
         if let Some(keylog) = &config.keylog {
             tls.key_log = Arc::new(keylog.clone());
         }
@@ -147,7 +189,7 @@ impl EndpointSetup {
             .with_no_client_auth()
             .with_single_cert(vec![cert.cert_der().clone()], cert.key_der())
             .expect("the test certificate matches its key");
-        tls.alpn_protocols = vec![crate::ALPN.to_vec()];
+        tls.alpn_protocols = vec![self.alpn.clone()];
         tls.max_early_data_size = u32::MAX;
         if let Some(keylog) = &config.keylog {
             tls.key_log = Arc::new(keylog.clone());

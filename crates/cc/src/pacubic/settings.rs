@@ -62,6 +62,7 @@ impl PacubicSettings {
         Built {
             factory: factory.clone(),
             counters: Some(factory),
+            loss_detection: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! processes that died without removing theirs.
 
 use crate::sys::command::{self, CommandError, in_netns, ip};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Whether this process can build testbeds; `Err` says why not, in words
@@ -43,6 +44,7 @@ pub fn available() -> Result<(), String> {
 /// sidekick proxy answers from the receiver's address), forwarding on,
 /// loopback up.
 pub(crate) fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), CommandError> {
+    hold_lock();
     ip(&["netns", "add", name])?;
     made.push(name.to_string());
     in_netns(
@@ -61,13 +63,56 @@ pub(crate) fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), Co
     Ok(())
 }
 
-/// Removes the namespaces of testbeds whose process is gone (after a
-/// crash or SIGKILL). Returns the names removed.
-pub fn sweep_stale() -> Vec<String> {
+/// Where a process that makes namespaces keeps its lock: `pk-<pid>.lock`,
+/// locked for as long as the process lives (the kernel releases it when the
+/// process dies, however it dies), so a sweep can tell a dead run's
+/// namespaces from a live one's even when the PID has been reused.
+fn lock_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from("/run/pepkit")
+}
+
+/// Takes this process's lock before its first namespace (once; later calls
+/// do nothing). Best effort: without it, sweeps fall back to the PID.
+pub(crate) fn hold_lock() {
+    static LOCK: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    LOCK.get_or_init(|| {
+        std::fs::create_dir_all(lock_dir()).ok()?;
+        let path = lock_dir().join(format!("pk-{}.lock", std::process::id()));
+        let file = std::fs::File::create(path).ok()?;
+        file.lock().ok()?;
+        Some(file)
+    });
+}
+
+/// Whether the process `pid` that made `pk-<pid>-…` namespaces is gone:
+/// its lock is free (or, without a lock file, no process has its PID).
+fn owner_gone(pid: u32) -> bool {
+    let path = lock_dir().join(format!("pk-{pid}.lock"));
+    match std::fs::File::open(&path) {
+        Ok(file) => file.try_lock().is_ok(),
+        Err(_) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+    }
+}
+
+/// What a sweep removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// The namespaces removed.
+    pub namespaces: Vec<String>,
+    /// Processes killed because they still ran inside one of them.
+    pub processes: Vec<u32>,
+}
+
+/// Removes everything testbeds of dead processes left (after a crash or a
+/// SIGKILL): kills the processes still running in their namespaces (a
+/// namespace lives as long as a process in it does), then deletes the
+/// namespaces, and with them their interfaces, routes and nftables tables.
+pub fn sweep_stale() -> Swept {
+    let mut swept = Swept::default();
     let Ok(list) = ip(&["netns", "list"]) else {
-        return Vec::new();
+        return swept;
     };
-    let mut removed = Vec::new();
+    let mut owners = Vec::new();
     for line in list.lines() {
         let Some(name) = line.split_whitespace().next() else {
             continue;
@@ -79,11 +124,33 @@ pub fn sweep_stale() -> Vec<String> {
         else {
             continue;
         };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && ip(&["netns", "del", name]).is_ok()
-        {
-            removed.push(name.to_string());
+        if pid == std::process::id() || !owner_gone(pid) {
+            continue;
+        }
+        for straggler in namespace_pids(name) {
+            if crate::sys::send_signal(straggler, libc::SIGKILL, false).is_ok() {
+                swept.processes.push(straggler);
+            }
+        }
+        if ip(&["netns", "del", name]).is_ok() {
+            swept.namespaces.push(name.to_string());
+            owners.push(pid);
         }
     }
-    removed
+    owners.dedup();
+    for pid in owners {
+        let _ = std::fs::remove_file(lock_dir().join(format!("pk-{pid}.lock")));
+    }
+    swept
+}
+
+/// The processes running in namespace `name`.
+fn namespace_pids(name: &str) -> Vec<u32> {
+    ip(&["netns", "pids", name])
+        .map(|out| {
+            out.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -118,6 +118,9 @@ pub struct Flow {
     pub size: Option<u64>,
     /// Whether the middle system serves it.
     pub served: bool,
+    /// On a dumbbell: this flow's own one-way delays on its client and
+    /// server access hops, if set.
+    pub access_delays: (Option<Duration>, Option<Duration>),
 }
 
 impl Scenario {

@@ -186,4 +186,11 @@ pub(crate) struct RawFlow {
     pub start: Span,
     #[serde(default)]
     pub size: Option<Bytes>,
+    /// This flow's own one-way delay on its client access hop (`path[0]`).
+    #[serde(default)]
+    pub client_delay: Option<Span>,
+    /// This flow's own one-way delay on its server access hop (default:
+    /// 10 µs).
+    #[serde(default)]
+    pub server_delay: Option<Span>,
 }

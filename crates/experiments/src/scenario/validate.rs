@@ -45,6 +45,8 @@ impl RawScenario {
             None => 0,
             Some(after) => match self.path.iter().position(|name| name == after) {
                 Some(index) if index + 1 < self.path.len() => index,
+                // A dumbbell's right router is after its last hop.
+                Some(index) if !self.flows.is_empty() => index,
                 Some(_) => return fail("middle_after", "the last hop has no node after it"),
                 None => return fail("middle_after", format!("no hop called \"{after}\"")),
             },
@@ -264,8 +266,11 @@ impl RawScenario {
         let server_controller = quic_controller(&self.server, "server")?;
         let served = self.middle.system().serves();
         if traits.quic {
-            self.check_requires(&client_controller, "client.controller", served, traits)?;
-            self.check_requires(&server_controller, "server.controller", false, traits)?;
+            let check = |controller, field, side| {
+                self.check_requires(controller, field, served, side, traits)
+            };
+            check(&client_controller, "client.controller", Side::Client)?;
+            check(&server_controller, "server.controller", Side::Server)?;
         }
         Ok(Flow {
             name: None,
@@ -279,25 +284,26 @@ impl RawScenario {
             start: Duration::ZERO,
             size: None,
             served,
+            access_delays: (None, None),
         })
     }
 
-    /// Refuses a controller that reads something the client `field` names
-    /// will not have: what a middle system provides to the data senders
-    /// it serves.
+    /// Refuses a controller that reads something the endpoint `field`
+    /// names (on `side`) will not have: what a middle system provides to
+    /// the data senders of the flows it serves.
     fn check_requires(
         &self,
         controller: &cc::Controller,
         field: &str,
-        served_client: bool,
+        served: bool,
+        side: Side,
         traits: Traits,
     ) -> Result<(), Problem> {
         let Some((input, why)) = controller.requires() else {
             return Ok(());
         };
-        let provided = served_client
-            && traits.data_sender == Side::Client
-            && self.middle.system().provides() == Some(input);
+        let provided =
+            served && traits.data_sender == side && self.middle.system().provides() == Some(input);
         if provided { Ok(()) } else { fail(field, why) }
     }
 
@@ -311,16 +317,17 @@ impl RawScenario {
                  shared bottleneck",
             );
         }
-        if middle_at != 0 {
+        if middle_at > 1 {
             return fail(
                 "middle_after",
-                "with [[flows]], `middle` runs on the left router, after the access hop",
+                "with [[flows]], `middle` runs on the left router (after path[0], the default) \
+                 or on the right one (middle_after = path[1])",
             );
         }
-        if !(matches!(self.workload, Workload::Bulk(_)) && traits.data_sender == Side::Client) {
+        if !matches!(self.workload, Workload::Bulk(_)) {
             return fail(
                 "workload",
-                "[[flows]] needs a bulk upload (kind = \"bulk\", direction = \"upload\")",
+                "[[flows]] needs a bulk transfer (kind = \"bulk\")",
             );
         }
         let count = self.flows.len();
@@ -329,7 +336,14 @@ impl RawScenario {
         }
         let default_controller = quic_controller(&self.client, "client")?;
         let server_controller = quic_controller(&self.server, "server")?;
-        self.check_requires(&server_controller, "server.controller", false, traits)?;
+        let all_served = self.flows.iter().all(|flow| flow.middle);
+        self.check_requires(
+            &server_controller,
+            "server.controller",
+            all_served,
+            Side::Server,
+            traits,
+        )?;
         let mut slugs: BTreeMap<String, usize> = BTreeMap::new();
         let mut flows = Vec::with_capacity(count);
         for (index, raw) in self.flows.iter().enumerate() {
@@ -365,6 +379,7 @@ impl RawScenario {
                 &flow.client_controller,
                 &field("controller"),
                 flow.served,
+                Side::Client,
                 traits,
             )
             .map_err(|(field, why)| {
@@ -432,6 +447,10 @@ impl RawScenario {
             start: raw.start.0,
             size: raw.size.map(|size| size.0),
             served: raw.middle,
+            access_delays: (
+                raw.client_delay.map(|span| span.0),
+                raw.server_delay.map(|span| span.0),
+            ),
         })
     }
 }

@@ -14,10 +14,12 @@ mod pep;
 mod router;
 mod sidekick;
 mod split;
+mod tecc;
 
 pub use pemi::{PEMI_PROBE, PemiSettings};
 pub use sidekick::{SIDEKICK_PROXY, Sidekick, SidekickInterval, Strawman};
 pub use split::Split;
+pub use tecc::{TUNNEL_SERVER, Tecc, TunnelCc, TunnelMode};
 
 use crate::outcome::{FlowNames, Mode, TrialResult};
 use crate::workloads::{TcpTransfer, Traits};
@@ -47,6 +49,9 @@ pub enum Middle {
     /// PEMI, transparent and in the path: loss inference from reply
     /// timing, one-shot retransmission, rate enforcement.
     Pemi(PemiSettings),
+    /// A TECC (MASQUE) tunnel server; the clients it serves run the tunnel
+    /// client beside them.
+    Tecc(Tecc),
 }
 
 impl crate::shorthand::Tagged for Middle {
@@ -62,6 +67,7 @@ impl Middle {
             Middle::Pep => &pep::Pep,
             Middle::Sidekick(sidekick) => sidekick,
             Middle::Pemi(pemi) => pemi,
+            Middle::Tecc(tecc) => tecc,
         }
     }
 }
@@ -88,6 +94,35 @@ pub enum Topology {
     /// Flows sharing a bottleneck; the system runs on the left router,
     /// whose interface 0 is the bottleneck.
     Dumbbell,
+}
+
+/// What a system passes between a served flow's endpoints, its
+/// controllers and what it puts beside the client: each present only when
+/// something reads it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Feeds {
+    /// The sidekick sender engine's events, for the client's controller.
+    pub sidekick: Option<::sidekick::Signals>,
+    /// Datagrams the client endpoint sends for what is beside it (TECC's
+    /// QUIC_INFO, queued by the tunnel client).
+    pub client_datagrams: Option<quic::DatagramChannel>,
+    /// Datagrams the server endpoint receives, for its controller (TECC).
+    pub server_datagrams: Option<quic::DatagramChannel>,
+    /// The connection IDs the client endpoint issues (QUIC-aware
+    /// forwarding registers them).
+    pub client_cids: Option<quic::CidLog>,
+}
+
+/// A served flow's client as the system wraps it.
+pub(crate) struct ServedClient<'a> {
+    /// The trial's seed.
+    pub seed: Seed,
+    /// How the flow is named.
+    pub names: &'a FlowNames,
+    /// The client's and the server's addresses.
+    pub addrs: (SocketAddr, SocketAddr),
+    /// What the system passes between the flow's parts.
+    pub feeds: Feeds,
 }
 
 /// A flow the system serves, as its engine is built.
@@ -190,9 +225,15 @@ pub(crate) trait System {
     /// How it runs on a testbed.
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed;
 
-    /// What it feeds the controllers of the clients it serves.
+    /// What it feeds the controllers of the flows it serves.
     fn provides(&self) -> Option<cc::Input> {
         None
+    }
+
+    /// What it passes between a served flow's parts, given its
+    /// controllers (see [`Feeds`]).
+    fn feeds(&self, _client: &cc::Controller, _server: &cc::Controller) -> Feeds {
+        Feeds::default()
     }
 
     /// Its own address on its node, if it has one.
@@ -200,15 +241,8 @@ pub(crate) trait System {
         None
     }
 
-    /// The client of a flow it serves, with what it puts beside it;
-    /// `signals` go to the flow's controller.
-    fn wrap_client(
-        &self,
-        client: Box<dyn Host>,
-        _seed: Seed,
-        _names: &FlowNames,
-        _signals: Option<::sidekick::Signals>,
-    ) -> Box<dyn Host> {
+    /// The client of a flow it serves, with what it puts beside it.
+    fn wrap_client(&self, client: Box<dyn Host>, _served: &ServedClient<'_>) -> Box<dyn Host> {
         client
     }
 
@@ -230,6 +264,11 @@ pub(crate) trait System {
         _result: &mut TrialResult,
     ) {
     }
+
+    /// Derives metrics (and time-series columns) of its own from
+    /// everything the trial recorded, its engine's and the workload's,
+    /// once per trial, last.
+    fn derive(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
     /// A served flow after the trial: records what it put beside the
     /// client and returns the workload's own client host and the

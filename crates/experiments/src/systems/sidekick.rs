@@ -9,7 +9,9 @@
 //! # strawman = { kind = "echo" } or { kind = "window", size = 3 }
 //! ```
 
-use super::{Facts, OnTestbed, Placement, Problem, System, TrialSetup, engine_as};
+use super::{
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
+};
 use crate::outcome::{FlowNames, Mode, TrialResult};
 use crate::units::Span;
 use crate::workloads::Side;
@@ -190,16 +192,18 @@ impl System for Sidekick {
         }
     }
 
-    fn wrap_client(
-        &self,
-        client: Box<dyn Host>,
-        seed: Seed,
-        names: &FlowNames,
-        signals: Option<sidekick::Signals>,
-    ) -> Box<dyn Host> {
-        let seed = seed.derive(&names.label("sidekick"));
+    fn feeds(&self, client: &cc::Controller, _server: &cc::Controller) -> Feeds {
+        let reads = client.requires().map(|(input, _)| input) == Some(cc::Input::SidekickSignals);
+        Feeds {
+            sidekick: reads.then(sidekick::Signals::default),
+            ..Feeds::default()
+        }
+    }
+
+    fn wrap_client(&self, client: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
+        let seed = served.seed.derive(&served.names.label("sidekick"));
         let host = Wrapped::new(client, self.sender_config(), seed);
-        match signals {
+        match served.feeds.sidekick.clone() {
             Some(signals) => Box::new(host.with_signals(signals)),
             None => Box::new(host),
         }

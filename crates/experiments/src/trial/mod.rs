@@ -170,8 +170,9 @@ pub(crate) struct FlowMeta {
     pub addrs: (std::net::SocketAddr, std::net::SocketAddr),
     /// Whether the middle system serves it.
     pub served: bool,
-    /// The client controller's counters, if it keeps any.
-    pub counters: Option<Arc<dyn cc::ControllerCounters>>,
+    /// The client's and the server's controllers' counters, for those
+    /// that keep any.
+    pub counters: Vec<Arc<dyn cc::ControllerCounters>>,
 }
 
 /// Reads the system's, the workload's and the controllers' results out of
@@ -217,6 +218,7 @@ pub(crate) fn collect(
         Topology::Chain => result.completed = outcomes.iter().all(|o| o.completed),
         Topology::Dumbbell => add_shares(flows, &outcomes, result),
     }
+    system.derive(middle, result);
 }
 
 /// Competing flows: once every flow has its goodput, the total, each

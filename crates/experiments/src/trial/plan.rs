@@ -6,8 +6,8 @@
 use super::{FlowMeta, Prepared};
 use crate::outcome::FlowNames;
 use crate::scenario::{Flow, Scenario};
-use crate::systems::{ServedFlow, Topology, TrialSetup};
-use crate::workloads::{FlowSetup, Hosts};
+use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
+use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
 use quic::{QuicConfig, SimClock};
 
@@ -19,6 +19,9 @@ pub(crate) struct FlowHosts {
     pub server: Box<dyn Host>,
     /// When the client starts.
     pub start: Time,
+    /// Its own one-way delays on its client and server access hops (a
+    /// dumbbell's), if set.
+    pub access_delays: (Option<std::time::Duration>, Option<std::time::Duration>),
     /// What collecting its results needs.
     pub meta: FlowMeta,
 }
@@ -54,22 +57,26 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(index, flow);
         let served = flow.served;
-        // What the system feeds the client's controller, if it reads it.
-        let input = flow.client_controller.requires().map(|(input, _)| input);
-        let signals = (served && input.is_some() && system.provides() == input)
-            .then(sidekick::Signals::default);
+        // What the system passes between the flow's parts, if it serves it.
+        let feeds = if served {
+            system.feeds(&flow.client_controller, &flow.server_controller)
+        } else {
+            Feeds::default()
+        };
         let client_quic = endpoint(
             &quic,
             &flow.client_controller,
             seed,
-            signals.clone(),
+            Side::Client,
+            &feeds,
             flow.client_ack_frequency,
         );
         let server_quic = endpoint(
             &quic,
             &flow.server_controller,
             seed,
-            None,
+            Side::Server,
+            &feeds,
             flow.server_ack_frequency,
         );
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
@@ -82,7 +89,13 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             size: flow.size,
         });
         let client = if served {
-            system.wrap_client(client, seed, &names, signals)
+            let served = ServedClient {
+                seed,
+                names: &names,
+                addrs: (flow.client, flow.server),
+                feeds,
+            };
+            system.wrap_client(client, &served)
         } else {
             client
         };
@@ -90,24 +103,26 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client,
             server,
             start: Time::ZERO + flow.start,
+            access_delays: flow.access_delays,
             meta: FlowMeta {
                 names,
                 addrs: (flow.client, flow.server),
                 served,
-                counters: client_quic.1,
+                counters: client_quic.1.into_iter().chain(server_quic.1).collect(),
             },
         });
     }
     built
 }
 
-/// An endpoint's QUIC configuration with its controller built, and the
-/// controller's counters.
+/// An endpoint's QUIC configuration with its controller built (with what
+/// the system feeds it), and the controller's counters.
 fn endpoint(
     quic: &QuicConfig,
     controller: &cc::Controller,
     seed: Seed,
-    sidekick: Option<sidekick::Signals>,
+    side: Side,
+    feeds: &Feeds,
     ack_frequency: Option<quic::AckFrequency>,
 ) -> (
     QuicConfig,
@@ -115,12 +130,30 @@ fn endpoint(
 ) {
     let clock = SimClock::new();
     let mut context = cc::ControllerContext::new(seed, clock);
-    context.sidekick = sidekick;
+    let (datagrams, cids) = match side {
+        Side::Client => {
+            context.sidekick = feeds.sidekick.clone();
+            (feeds.client_datagrams.clone(), feeds.client_cids.clone())
+        }
+        Side::Server => {
+            context.tecc = feeds.server_datagrams.clone();
+            (feeds.server_datagrams.clone(), None)
+        }
+    };
     let built = controller.build(&context);
     let mut config = quic
         .clone()
         .with_controller(built.factory)
         .with_clock(clock);
+    if let Some(channel) = datagrams {
+        config = config.with_datagram_channel(channel);
+    }
+    if let Some(log) = cids {
+        config = config.with_cid_log(log);
+    }
+    if let Some(loss) = built.loss_detection {
+        config = config.with_loss_detection(loss);
+    }
     if let Some(frequency) = ack_frequency {
         config = config.with_ack_frequency(frequency);
     }

@@ -25,10 +25,21 @@ use netsim::{
 use std::time::Duration;
 
 /// Every receiver's access hop on a dumbbell: fast and short, so that it
-/// changes nothing.
-fn receiver_access() -> HopConfig {
-    let link = LinkConfig::constant(Duration::from_micros(10), Rate::from_gbps(10));
+/// changes nothing, unless the flow gives it a delay.
+fn receiver_access(delay: Option<Duration>) -> HopConfig {
+    let delay = delay.unwrap_or(Duration::from_micros(10));
+    let link = LinkConfig::constant(delay, Rate::from_gbps(10));
     HopConfig::new(link.clone(), link)
+}
+
+/// A hop with both directions' delay replaced, if a delay is given.
+fn with_delay(hop: &HopConfig, delay: Option<Duration>) -> HopConfig {
+    let mut hop = hop.clone();
+    if let Some(delay) = delay {
+        hop.forward.delay = delay;
+        hop.reverse.delay = delay;
+    }
+    hop
 }
 
 /// The nodes and links to read back after the run.
@@ -218,15 +229,22 @@ fn dumbbell(
         let who = |side: &str| flow.meta.names.who(side);
         let client = HostSpec::boxed(who("client"), flow.meta.addrs.0.ip(), flow.client);
         let server = HostSpec::boxed(who("server"), flow.meta.addrs.1.ip(), flow.server);
+        let (client_delay, server_delay) = flow.access_delays;
         spec = spec.pair(FlowPair {
             sender: client.starting_at(flow.start),
             receiver: server,
-            sender_access: access.clone(),
-            receiver_access: receiver_access(),
+            sender_access: with_delay(access, client_delay),
+            receiver_access: receiver_access(server_delay),
         });
         metas.push(flow.meta);
     }
-    let Ok(built) = sim.add_dumbbell(spec.with_left(middle("left"))) else {
+    // The system runs on the left router (after the access hops), or on
+    // the right one (after the bottleneck: middle_after = path[1]).
+    let spec = match scenario.middle_at {
+        0 => spec.with_left(middle("left")),
+        _ => spec.with_right(middle("right")),
+    };
+    let Ok(built) = sim.add_dumbbell(spec) else {
         return (empty(), metas);
     };
     let (access, bottleneck) = (&scenario.path[0].name, &scenario.path[1].name);
@@ -239,7 +257,10 @@ fn dumbbell(
     let built = Built {
         clients: built.pairs.iter().map(|pair| pair.sender).collect(),
         servers: built.pairs.iter().map(|pair| pair.receiver).collect(),
-        middle: Some(built.left),
+        middle: Some(match scenario.middle_at {
+            0 => built.left,
+            _ => built.right,
+        }),
         hops: named,
     };
     (built, metas)

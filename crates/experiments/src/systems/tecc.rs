@@ -1,0 +1,390 @@
+//! TECC (APNet 2023): a MASQUE QUIC-in-QUIC tunnel. The tunnel server runs
+//! on the middle node; each flow it serves has the tunnel client beside its
+//! client (a host wrapper, like the Sidekick sender), which carries the
+//! client's packets to the server through the tunnel; in mode `tecc` the
+//! tunnel server's feedback reaches the application server's controller
+//! (`tecc`) as QUIC_INFO datagrams relayed by the tunnel client on the
+//! end-to-end connection.
+//!
+//! ```toml
+//! middle = { kind = "tecc", mode = "rmdt", tunnel_cc = "bbr" }
+//! # mode: mst, msgt (group = 4), mdt, rmdt, mft, tecc; tunnel_cc: none, cubic, bbr
+//! # (default: bbr for tecc, none otherwise); outer_payload = 1350;
+//! # queue_limit = "4MB"; max_retransmissions = 4
+//! server.controller = "tecc"   # with mode = "tecc"
+//! ```
+
+use super::{
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
+};
+use crate::outcome::{FlowNames, Mode as RunMode, TrialResult};
+use crate::units::Bytes;
+use netsim::{Host, Middlebox, Seed};
+use quic::{ConnRecord, QuicConfig, SimClock};
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use tunnel::{
+    AllowList, Mode, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
+    TunnelServerConfig, TunnelSettings, UriTemplate,
+};
+
+/// The tunnel server's address (not on any host's subnet).
+pub const TUNNEL_SERVER: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 255, 255, 2)), 443);
+/// The tunnel client's port on its client's IP.
+const TUNNEL_CLIENT_PORT: u16 = 5443;
+/// The tunnel server's first target-facing port.
+const FIRST_PORT: u16 = 20_000;
+/// Target-facing ports a testbed node binds (16 per connection).
+const TESTBED_PORTS: u16 = 256;
+
+/// The tunnel's mode, as a scenario names it.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TunnelMode {
+    /// MST: capsules on the CONNECT stream.
+    Mst,
+    /// MSGT: a group of streams.
+    Msgt,
+    /// MDT: QUIC DATAGRAM frames.
+    Mdt,
+    /// RMDT: datagrams the tunnel resends when lost.
+    Rmdt,
+    /// MFT: QUIC-aware forwarding.
+    Mft,
+    /// TECC: RMDT with the tunnel server's feedback to the server.
+    Tecc,
+}
+
+/// The tunnel connection's congestion control.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TunnelCc {
+    /// None (the inner connections have their own).
+    None,
+    /// CUBIC (noq-proto's).
+    Cubic,
+    /// BBR (ours, deterministic).
+    Bbr,
+}
+
+/// The TECC tunnel's settings.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, try_from = "RawTecc")]
+pub struct Tecc {
+    /// The mode.
+    pub mode: TunnelMode,
+    /// Streams per tunnel in MSGT (at least 2).
+    pub group: u16,
+    /// The tunnel connection's controller.
+    pub tunnel_cc: TunnelCc,
+    /// The tunnel connection's UDP payload (at least 1250: an inner
+    /// 1200-byte packet plus the outer headers).
+    pub outer_payload: u16,
+    /// The tunnel's queue per direction, bytes.
+    pub queue_limit: u64,
+    /// RMDT: resends of one datagram at most.
+    pub max_retransmissions: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTecc {
+    mode: TunnelMode,
+    #[serde(default)]
+    group: Option<u16>,
+    #[serde(default)]
+    tunnel_cc: Option<TunnelCc>,
+    #[serde(default)]
+    outer_payload: Option<u16>,
+    #[serde(default)]
+    queue_limit: Option<Bytes>,
+    #[serde(default)]
+    max_retransmissions: Option<u8>,
+}
+
+impl TryFrom<RawTecc> for Tecc {
+    type Error = String;
+
+    fn try_from(raw: RawTecc) -> Result<Tecc, String> {
+        let group = match (raw.mode, raw.group) {
+            (TunnelMode::Msgt, None) => 4,
+            (TunnelMode::Msgt, Some(n)) if (2..=16).contains(&n) => n,
+            (TunnelMode::Msgt, Some(_)) => return Err("`group` must be 2..=16".into()),
+            (_, Some(_)) => return Err("`group` applies to mode = \"msgt\" only".into()),
+            (_, None) => 1,
+        };
+        let outer_payload = raw.outer_payload.unwrap_or(1350);
+        if !(1250..=1452).contains(&outer_payload) {
+            return Err("`outer_payload` must be 1250..=1452".into());
+        }
+        let queue_limit = raw.queue_limit.map_or(4_000_000, |b| b.0);
+        if !(10_000..=1_000_000_000).contains(&queue_limit) {
+            return Err("`queue_limit` must be 10kB..1GB".into());
+        }
+        let default_cc = match raw.mode {
+            TunnelMode::Tecc => TunnelCc::Bbr,
+            _ => TunnelCc::None,
+        };
+        Ok(Tecc {
+            mode: raw.mode,
+            group,
+            tunnel_cc: raw.tunnel_cc.unwrap_or(default_cc),
+            outer_payload,
+            queue_limit,
+            max_retransmissions: raw.max_retransmissions.unwrap_or(4),
+        })
+    }
+}
+
+impl Tecc {
+    /// The tunnel engines' settings.
+    pub fn settings(&self) -> TunnelSettings {
+        let mode = match self.mode {
+            TunnelMode::Mst => Mode::Stream,
+            TunnelMode::Msgt => Mode::StreamGroup(self.group),
+            TunnelMode::Mdt => Mode::Datagram,
+            TunnelMode::Rmdt | TunnelMode::Tecc => Mode::RetransmittedDatagram,
+            TunnelMode::Mft => Mode::Forwarding,
+        };
+        let mut settings = TunnelSettings::new(mode);
+        settings.feedback = self.mode == TunnelMode::Tecc;
+        settings.queue_limit = usize::try_from(self.queue_limit).unwrap_or(usize::MAX);
+        settings.max_retransmissions = self.max_retransmissions;
+        settings
+    }
+
+    /// The tunnel connection's QUIC configuration for the endpoint seeded
+    /// by `seed`.
+    pub fn outer_quic(&self, seed: Seed) -> QuicConfig {
+        let controller = match self.tunnel_cc {
+            TunnelCc::None => cc::Controller::None,
+            TunnelCc::Cubic => cc::Controller::Cubic,
+            TunnelCc::Bbr => cc::Controller::PepkitBbr,
+        };
+        let clock = SimClock::new();
+        let built = controller.build(&cc::ControllerContext::new(seed, clock));
+        let base = QuicConfig::new(seed)
+            .with_controller(built.factory)
+            .with_clock(clock);
+        tunnel::outer_config(base, self.outer_payload)
+    }
+
+    /// The tunnel server engine allowing `targets`, sampling its sending
+    /// state every `sample_interval` if given.
+    pub fn server(
+        &self,
+        seed: Seed,
+        targets: impl IntoIterator<Item = SocketAddr>,
+        sample_interval: Option<std::time::Duration>,
+    ) -> TunnelServer {
+        let allow = targets
+            .into_iter()
+            .fold(AllowList::default(), |list, target| {
+                list.allow(target.ip(), target.port()..=target.port())
+            });
+        TunnelServer::new(TunnelServerConfig {
+            addr: TUNNEL_SERVER,
+            quic: self.outer_quic(seed.derive("tunnel-server")),
+            shared: ServerShared {
+                settings: self.settings(),
+                template: UriTemplate::default(),
+                allow: Arc::new(allow),
+                sample_interval,
+            },
+            first_port: FIRST_PORT,
+        })
+    }
+}
+
+/// A client with the tunnel client beside it.
+type Wrapped = TunnelClientHost<Box<dyn Host>>;
+
+/// The tunnel server's sending state (its first connection's: TECC Figure
+/// 4) as columns beside the data sender's series, at the same instants:
+/// each row takes the tunnel's last sample at or before it.
+fn add_tunnel_series(server: &TunnelServer, result: &mut TrialResult) {
+    let Some(times) = result.series.get("t_s").cloned() else {
+        return;
+    };
+    let samples = server.samples();
+    let Some(samples) = samples.first().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    let (mut queue, mut pacing, mut srtt) = (Vec::new(), Vec::new(), Vec::new());
+    let mut next = 0;
+    for t in times {
+        while samples.get(next).is_some_and(|s| s.at.as_secs_f64() <= t) {
+            next += 1;
+        }
+        let sample = next.checked_sub(1).map(|i| &samples[i]);
+        queue.push(sample.map_or(0.0, |s| s.queue_bytes as f64 / 1000.0));
+        pacing.push(
+            sample
+                .and_then(|s| s.pacing)
+                .map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6),
+        );
+        srtt.push(sample.map_or(0.0, |s| s.srtt.as_secs_f64() * 1000.0));
+    }
+    result.series.insert("tunnel_queue_kb".into(), queue);
+    result.series.insert("tunnel_pacing_mbps".into(), pacing);
+    result.series.insert("tunnel_srtt_ms".into(), srtt);
+}
+
+impl System for Tecc {
+    fn check(&self, facts: &Facts) -> Result<(), Problem> {
+        if facts.kernel_tcp {
+            return Err((
+                "middle".into(),
+                "the tunnel carries UDP from our own endpoints: use transport = \"quic\"".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn unsupported_in(&self, _mode: RunMode) -> Option<&'static str> {
+        None
+    }
+
+    fn serves(&self) -> bool {
+        true
+    }
+
+    fn provides(&self) -> Option<cc::Input> {
+        (self.mode == TunnelMode::Tecc).then_some(cc::Input::TeccFeedback)
+    }
+
+    fn address(&self) -> Option<IpAddr> {
+        Some(TUNNEL_SERVER.ip())
+    }
+
+    fn feeds(&self, _client: &cc::Controller, _server: &cc::Controller) -> Feeds {
+        let feedback = self.mode == TunnelMode::Tecc;
+        Feeds {
+            client_datagrams: feedback.then(quic::DatagramChannel::default),
+            server_datagrams: feedback.then(quic::DatagramChannel::default),
+            client_cids: (self.mode == TunnelMode::Mft).then(quic::CidLog::default),
+            ..Feeds::default()
+        }
+    }
+
+    fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
+        let targets = trial.flows.iter().map(|flow| flow.server);
+        Some(Box::new(self.server(
+            trial.seed,
+            targets,
+            trial.quic.sample_interval,
+        )))
+    }
+
+    fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
+        let targets = trial.flows.iter().map(|flow| flow.server);
+        let mut local = vec![TUNNEL_SERVER];
+        local.extend(
+            (0..TESTBED_PORTS).map(|i| SocketAddr::new(TUNNEL_SERVER.ip(), FIRST_PORT + i)),
+        );
+        OnTestbed::Engine {
+            engine: Box::new(self.server(trial.seed, targets, None)),
+            placement: Placement::InPath,
+            local,
+        }
+    }
+
+    fn wrap_client(&self, client: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
+        let seed = served.seed.derive(&served.names.label("tunnel-client"));
+        let (client_addr, server) = served.addrs;
+        let config = TunnelClientConfig {
+            settings: self.settings(),
+            quic: self.outer_quic(seed),
+            proxy: TUNNEL_SERVER,
+            local: SocketAddr::new(client_addr.ip(), TUNNEL_CLIENT_PORT),
+            template: UriTemplate::default(),
+            targets: vec![server],
+            feedback: served.feeds.client_datagrams.clone(),
+            client_cids: served.feeds.client_cids.clone(),
+        };
+        Box::new(Wrapped::new(client, config))
+    }
+
+    fn collect(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {
+        let Some(server) = engine_as::<TunnelServer>(engine) else {
+            return;
+        };
+        let stats = server.stats();
+        let sum = |f: &dyn Fn(&tunnel::ServerStats) -> u64| stats.iter().map(f).sum::<u64>() as f64;
+        result.set("tunnel_server_sent", sum(&|s| s.sender.sent));
+        result.set(
+            "tunnel_server_retransmitted",
+            sum(&|s| s.sender.retransmitted),
+        );
+        result.set("tunnel_server_lost", sum(&|s| s.sender.lost));
+        result.set(
+            "tunnel_server_dropped",
+            sum(&|s| s.sender.dropped + s.dropped),
+        );
+        result.set("tunnel_feedback", sum(&|s| s.feedback));
+        result.set("tunnel_refused", sum(&|s| s.refused));
+    }
+
+    fn derive(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {
+        if let Some(server) = engine_as::<TunnelServer>(engine) {
+            add_tunnel_series(server, result);
+        }
+        // TECC Figure 3's overall retransmission rate: the tunnel's and the
+        // end-to-end sender's retransmissions over the packets the sender
+        // sent (a one-flow chain).
+        let get = |name: &str| result.metrics.get(name).copied();
+        if let (Some(tunnel), Some(e2e), Some(sent)) = (
+            get("tunnel_server_retransmitted"),
+            get("sender_lost_packets"),
+            get("sender_sent_packets"),
+        ) && sent > 0.0
+        {
+            result.set("retransmission_rate", (tunnel + e2e) / sent);
+        }
+    }
+
+    fn open_flow<'a>(
+        &self,
+        client: &'a dyn Host,
+        _engine: Option<&'a dyn Middlebox>,
+        _flow: (SocketAddr, SocketAddr),
+        names: &FlowNames,
+        result: &mut TrialResult,
+    ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
+        let any: &dyn std::any::Any = client;
+        let Some(wrapped) = any.downcast_ref::<Wrapped>() else {
+            result
+                .errors
+                .push("client: the tunnel client is missing".into());
+            return (client, None);
+        };
+        let stats = wrapped.stats();
+        result.set(names.metric("tunnel_client_sent"), stats.sender.sent as f64);
+        result.set(
+            names.metric("tunnel_client_retransmitted"),
+            stats.sender.retransmitted as f64,
+        );
+        result.set(
+            names.metric("tunnel_feedback_relayed"),
+            wrapped.feedback_relayed() as f64,
+        );
+        let (up, down) = stats.forwarded;
+        result.set(names.metric("tunnel_forwarded"), (up + down) as f64);
+        let times = wrapped.setup_times();
+        if let (Some(start), Some(open)) = (times.started, times.opened) {
+            let setup = open.saturating_duration_since(start);
+            result.set(
+                names.metric("tunnel_setup_ms"),
+                setup.as_secs_f64() * 1000.0,
+            );
+        }
+        if let Some(error) = wrapped.record().and_then(|r| r.error.as_ref()) {
+            result
+                .errors
+                .push(format!("{}: {error}", names.who("tunnel")));
+        }
+        (wrapped.inner().as_ref(), None)
+    }
+}

@@ -1,0 +1,108 @@
+//! What the tunnel tests on real sockets share: our QUIC bulk server on a
+//! thread, our tunnel client beside our QUIC client, and child processes.
+
+#![allow(dead_code)]
+
+use emu::{HostDriver, RealClock, RunUntil};
+use netsim::{Host, Seed, Time};
+use quic::{
+    BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
+};
+use std::net::SocketAddr;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tunnel::{TunnelClientConfig, TunnelClientHost, TunnelSettings, TunnelState, UriTemplate};
+
+pub(crate) fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+/// Sends SIGTERM, waits, and returns what the child printed on stdout.
+pub(crate) fn terminate(mut child: Child) -> (std::process::ExitStatus, String) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out);
+    (status, out)
+}
+
+/// Our tunnel client, beside `inner`, to the tunnel server at `proxy`
+/// for `target`, on the socket `client_ip:5443`.
+pub(crate) fn tunnel_client<H: Host>(
+    inner: H,
+    outer: QuicConfig,
+    settings: TunnelSettings,
+    proxy: SocketAddr,
+    target: SocketAddr,
+    client_ip: &str,
+) -> TunnelClientHost<H> {
+    TunnelClientHost::new(
+        inner,
+        TunnelClientConfig {
+            settings,
+            quic: outer,
+            proxy,
+            local: addr(&format!("{client_ip}:5443")),
+            template: UriTemplate::default(),
+            targets: vec![target],
+            feedback: None,
+            client_cids: None,
+        },
+    )
+}
+
+/// A 2 MB download by our QUIC client at `client_ip` from our QUIC server
+/// at `target` (run on a thread for the time), through the tunnel server at
+/// `proxy`, for at most `seconds`.
+pub(crate) fn download(
+    proxy: SocketAddr,
+    target: SocketAddr,
+    client_ip: &str,
+    settings: TunnelSettings,
+    seconds: u64,
+) -> (Option<BulkReport>, Option<TunnelState>) {
+    let seed = Seed::new(2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let server_thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let config = QuicConfig::new(seed).with_max_udp_payload(1200);
+            let host = QuicServer::new(config, target, BulkServerFactory);
+            let driver = HostDriver::bind(host, &[target]).unwrap();
+            driver
+                .run(RealClock::start(), RunUntil::Stopped, Time::MAX, &stop)
+                .unwrap()
+                .host
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let inner = QuicClient::new(
+        QuicConfig::new(seed).with_max_udp_payload(1200),
+        addr(&format!("{client_ip}:5000")),
+        target,
+        BulkClient::new(Direction::Download, 2_000_000),
+    );
+    let outer = tunnel::outer_config(QuicConfig::new(seed), 1350);
+    let client = tunnel_client(inner, outer, settings, proxy, target, client_ip);
+    let driver = HostDriver::bind(client, &[]).unwrap();
+    let deadline = Time::ZERO + Duration::from_secs(seconds);
+    let run = driver
+        .run(
+            RealClock::start(),
+            RunUntil::Finished,
+            deadline,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let server_host = server_thread.join().unwrap();
+    let state = run.host.app_ref().and_then(|app| app.state(target));
+    (
+        BulkReport::from_hosts(run.host.inner(), &server_host),
+        state,
+    )
+}

@@ -1,0 +1,137 @@
+//! A QUIC endpoint to embed in another engine: a middlebox or a host
+//! wrapper that runs QUIC connections of its own (the tunnel's client and
+//! server), with its applications reachable between inputs.
+
+use crate::app::App;
+use crate::certificate::TEST_SERVER_NAME;
+use crate::config::QuicConfig;
+use crate::endpoint::Core;
+use crate::metrics::ConnRecord;
+use crate::setup::EndpointSetup;
+use netsim::{Datagram, Time};
+use std::net::SocketAddr;
+
+/// A QUIC endpoint (noq-proto, real TLS 1.3) as a sans-IO part of another
+/// engine: datagrams in with [`EmbeddedEndpoint::handle_datagram`], out
+/// with [`EmbeddedEndpoint::poll_transmit`], timers through
+/// [`EmbeddedEndpoint::poll_timeout`], exactly like the endpoint hosts.
+///
+/// The owner reaches the connections' applications between inputs
+/// ([`EmbeddedEndpoint::apps_mut`]) to hand them work, then calls
+/// [`EmbeddedEndpoint::drive`] so that they act on it. Applications are
+/// driven after every input and after every packet sent, so one that reads
+/// [`crate::Session::datagrams_sent`] sees each packet's datagrams.
+pub struct EmbeddedEndpoint<A: App> {
+    core: Core<A>,
+    setup: EndpointSetup,
+    config: QuicConfig,
+    local: SocketAddr,
+    accepting: bool,
+}
+
+impl<A: App> EmbeddedEndpoint<A> {
+    /// An endpoint at `local`. Its random streams derive from the seed and
+    /// `label`, which must be unique in the run.
+    pub fn new(config: QuicConfig, local: SocketAddr, label: &str) -> EmbeddedEndpoint<A> {
+        let setup = EndpointSetup::new(&config, label);
+        EmbeddedEndpoint {
+            core: Core::new(&setup, local, config.sample_interval),
+            setup,
+            config,
+            local,
+            accepting: false,
+        }
+    }
+
+    /// Accepts incoming connections (with the test certificate).
+    pub fn listen(&mut self) {
+        let gauge = self.setup.gauge();
+        self.core
+            .set_server_config(self.setup.server_config(&self.config, &gauge));
+        self.accepting = true;
+    }
+
+    /// The endpoint's address.
+    pub fn local(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Opens a connection to `remote` running `app` (it trusts only the
+    /// pinned test certificate, as every endpoint here does).
+    pub fn connect(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        app: A,
+    ) -> Result<(), noq_proto::ConnectError> {
+        let gauge = self.setup.gauge();
+        let client = self.setup.client_config(&self.config, &gauge);
+        self.core
+            .connect(now, client, gauge, remote, TEST_SERVER_NAME, app)
+    }
+
+    /// A datagram arrived. A new connection (if the endpoint listens) runs
+    /// the application `accept` makes; `None` refuses it.
+    pub fn handle_datagram(
+        &mut self,
+        now: Time,
+        datagram: Datagram,
+        accept: &mut dyn FnMut() -> Option<A>,
+    ) {
+        let (setup, config, accepting) = (&self.setup, &self.config, self.accepting);
+        let mut make = || {
+            if !accepting {
+                return None;
+            }
+            let app = accept()?;
+            let gauge = setup.gauge();
+            Some((setup.server_config(config, &gauge), gauge, app))
+        };
+        self.core.handle_datagram(now, datagram, &mut make);
+    }
+
+    /// Timers due by `now` fire.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.core.handle_timeout(now);
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Datagram> {
+        self.core.poll_transmit(now)
+    }
+
+    /// The endpoint's next timer.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.core.poll_timeout()
+    }
+
+    /// Drives every application now (after the owner gave them work).
+    pub fn drive(&mut self, now: Time) {
+        self.core.drive(now);
+    }
+
+    /// The applications, in order of their connections' creation.
+    pub fn apps(&self) -> impl Iterator<Item = &A> + '_ {
+        self.core.conns().map(|c| &c.app)
+    }
+
+    /// The applications, mutably.
+    pub fn apps_mut(&mut self) -> impl Iterator<Item = &mut A> + '_ {
+        self.core.conns_mut().map(|c| &mut c.app)
+    }
+
+    /// What each connection recorded, in order of creation.
+    pub fn records(&self) -> impl Iterator<Item = &ConnRecord> + '_ {
+        self.core.conns().map(|c| &c.record)
+    }
+
+    /// Closes every connection cleanly.
+    pub fn close_all(&mut self, now: Time) {
+        self.core.close_all(now);
+    }
+
+    /// Whether every connection is closed and everything queued was sent.
+    pub fn all_closed(&self) -> bool {
+        self.core.all_closed()
+    }
+}
