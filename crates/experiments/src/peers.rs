@@ -104,7 +104,11 @@ impl PeerTransfer {
     ) -> Result<PeerTransfer, (String, String)> {
         let fail = |field: &str, message: &str| Err((field.to_string(), message.to_string()));
         let interoperate = |a: Stack, b: Stack| {
-            a == b || matches!((a, b), (Stack::QuicGo, Stack::Aioquic) | (Stack::Aioquic, Stack::QuicGo))
+            a == b
+                || matches!(
+                    (a, b),
+                    (Stack::QuicGo, Stack::Aioquic) | (Stack::Aioquic, Stack::QuicGo)
+                )
         };
         if client_stack == Stack::Noq || server_stack == Stack::Noq {
             return fail(
@@ -190,7 +194,9 @@ impl PeerTransfer {
             .ok_or_else(|| format!("no report from the client: {stdout:?}"))?;
         match self.work {
             PeerWork::Bulk { size, .. } => {
-                let seconds = line["seconds"].as_f64().ok_or("no `seconds` in the report")?;
+                let seconds = line["seconds"]
+                    .as_f64()
+                    .ok_or("no `seconds` in the report")?;
                 let bytes = line["bytes"].as_u64().unwrap_or(0);
                 if bytes == size && seconds > 0.0 {
                     result.set("goodput_mbps", bytes as f64 * 8.0 / seconds / 1e6);
@@ -201,7 +207,10 @@ impl PeerTransfer {
             PeerWork::Rtc { frames, .. } => {
                 let records = rtc_frames(&line)?;
                 let received = records.len() as u64;
-                result.set("frames_received_fraction", received as f64 / frames.max(1) as f64);
+                result.set(
+                    "frames_received_fraction",
+                    received as f64 / frames.max(1) as f64,
+                );
                 if let Some(report) = quic::RtcReport::from_frames(frames, records) {
                     add_distribution(result, "frame_delay", &report.delays);
                     add_distribution(result, "frame_jitter", &report.jitter);
@@ -214,7 +223,9 @@ impl PeerTransfer {
 
 /// The frames of an RTC report: `[[index, generated_ns, arrived_ns], …]`.
 fn rtc_frames(line: &serde_json::Value) -> Result<Vec<quic::FrameRecord>, String> {
-    let frames = line["frames"].as_array().ok_or("no `frames` in the report")?;
+    let frames = line["frames"]
+        .as_array()
+        .ok_or("no `frames` in the report")?;
     let mut records = Vec::with_capacity(frames.len());
     for frame in frames {
         let numbers: Vec<u64> = frame
@@ -222,7 +233,9 @@ fn rtc_frames(line: &serde_json::Value) -> Result<Vec<quic::FrameRecord>, String
             .map(|f| f.iter().filter_map(serde_json::Value::as_u64).collect())
             .unwrap_or_default();
         let [index, generated, arrived] = numbers[..] else {
-            return Err(format!("a frame is not [index, generated, arrived]: {frame}"));
+            return Err(format!(
+                "a frame is not [index, generated, arrived]: {frame}"
+            ));
         };
         records.push(quic::FrameRecord {
             index,
@@ -241,14 +254,16 @@ pub fn peers_run() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("PEPKIT_PEERS_RUN") {
         return Some(PathBuf::from(path));
     }
-    let from_cwd = std::env::current_dir()
-        .ok()
-        .into_iter()
-        .flat_map(|dir| dir.ancestors().map(|a| a.join("peers/run")).collect::<Vec<_>>());
-    let from_exe = std::env::current_exe()
-        .ok()
-        .into_iter()
-        .flat_map(|exe| exe.ancestors().map(|a| a.join("peers/run")).collect::<Vec<_>>());
+    let from_cwd = std::env::current_dir().ok().into_iter().flat_map(|dir| {
+        dir.ancestors()
+            .map(|a| a.join("peers/run"))
+            .collect::<Vec<_>>()
+    });
+    let from_exe = std::env::current_exe().ok().into_iter().flat_map(|exe| {
+        exe.ancestors()
+            .map(|a| a.join("peers/run"))
+            .collect::<Vec<_>>()
+    });
     from_cwd.chain(from_exe).find(|p| p.is_file())
 }
 

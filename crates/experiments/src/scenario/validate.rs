@@ -1,11 +1,11 @@
 //! From the file as written ([`RawScenario`]) to a validated [`Scenario`]:
 //! every check that spans fields, in one place, each naming the field.
 
-use crate::peers::{PeerTransfer, Stack};
 use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport};
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
 use crate::outcome::slug;
+use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Topology};
 use crate::workloads::{Side, TcpTransfer, Traits, Workload};
 use std::collections::BTreeMap;
@@ -82,7 +82,10 @@ impl RawScenario {
                 Traffic::Peers(self.peer_transfer(stacks)?)
             }
             Transport::Tcp if stacks != (Stack::Noq, Stack::Noq) => {
-                return fail("client.stack", "QUIC stacks carry QUIC, not transport = \"tcp\"");
+                return fail(
+                    "client.stack",
+                    "QUIC stacks carry QUIC, not transport = \"tcp\"",
+                );
             }
             Transport::Tcp => Traffic::KernelTcp(self.tcp_transfer(traits)?),
             Transport::Quic if self.flows.is_empty() => Traffic::Hosts {

@@ -13,9 +13,9 @@
 use super::plan::{self, FlowHosts};
 use super::{Engines, FlowMeta, Prepared, collect};
 use crate::outcome::{LinkReport, TrialResult};
+use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
 use crate::systems::{OnTestbed, Placement, Service};
-use crate::peers::PeerTransfer;
 use crate::workloads::TcpTransfer;
 use emu::driver::MiddleStats;
 use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
@@ -130,7 +130,10 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::Peers(peers) => {
             let mut result = run_peers(peers, &testbed, (variant, trial, seed), limit)?;
             let engine = middle.stop(&mut result);
-            scenario.middle.system().collect(engine.as_deref(), &mut result);
+            scenario
+                .middle
+                .system()
+                .collect(engine.as_deref(), &mut result);
             result
         }
     };
@@ -488,9 +491,13 @@ fn run_peers(
     let mut result = TrialResult::new(variant, trial, seed, "finished", clock.now(), 0);
     if !client.success() {
         result.stop = "error".into();
-        result.errors.push(format!("client: {}", client.stderr.trim()));
+        result
+            .errors
+            .push(format!("client: {}", client.stderr.trim()));
         if !server.stderr.trim().is_empty() {
-            result.errors.push(format!("server: {}", server.stderr.trim()));
+            result
+                .errors
+                .push(format!("server: {}", server.stderr.trim()));
         }
         return Ok(result);
     }
