@@ -180,6 +180,16 @@ impl Pemi {
         self.handshakes.push_back((slot, generation));
         self.in_handshake += 1;
         self.expiry.push(Reverse((expiry, slot, generation)));
+        if self.expiry.len() > 2 * self.slots.len().max(64) {
+            // Evicted connections leave their expiry behind until it is
+            // due: under a flood of Initials that is one entry per Initial
+            // for a handshake timeout. Dropping the dead ones keeps the
+            // heap within twice the table (only dead entries go, and those
+            // do nothing when due, so nothing else changes).
+            let slots = &self.slots;
+            self.expiry
+                .retain(|&Reverse((_, s, g))| live(slots, s, g).is_some());
+        }
         self.parts.stats.connections += 1;
         self.parts.stats.tracked = self.index.len() as u64;
         if self.handshakes.len() > 2 * self.config.max_handshakes.max(16) {
