@@ -42,11 +42,11 @@ pub struct PemiConfig {
     /// Above this reply/sent ratio the receiver acknowledges every packet
     /// (eliciting threshold 1), else every second (appendix A; 60%).
     pub threshold_ratio_percent: u64,
-    /// The reply/sent ratio is measured over the last one to two windows
-    /// of this many protected packets, and trusted (else the threshold is
-    /// 2) once one window is full. The paper keeps one ratio for the whole
-    /// connection; a handshake's and slow start's extra replies then
-    /// decide for too long (docs/pemi.md).
+    /// The reply/sent ratio is the whole connection's, as in the paper,
+    /// but counted from the end of its first window of this many protected
+    /// packets (the threshold is 2 until then): the handshake's and slow
+    /// start's extra replies would otherwise decide for too long
+    /// (docs/pemi.md).
     pub threshold_window: u64,
     /// The fresh-RTT rule's width ratio, in percent (§4.2.3; 0.8 → 80).
     pub width_ratio_percent: u64,

@@ -63,37 +63,45 @@ impl Path<'_> {
     }
 }
 
-/// The reply/sent ratio over the last one to two windows of protected
-/// packets.
+/// The reply/sent ratio of a connection's protected packets, counted
+/// from the end of its first window (the handshake's and slow start's
+/// extra replies left out), as the paper keeps it: for the whole
+/// connection.
 #[derive(Clone, Copy, Debug, Default)]
 struct ReplyRatio {
-    /// (sent, replies) in the window being filled.
-    current: (u64, u64),
-    /// The last full window.
-    previous: Option<(u64, u64)>,
+    /// (sent, replies) in the first window, which does not count.
+    first: (u64, u64),
+    /// (sent, replies) since.
+    counted: Option<(u64, u64)>,
 }
 
 impl ReplyRatio {
     fn on_sent(&mut self, window: u64) {
-        self.current.0 += 1;
-        if self.current.0 >= window.max(1) {
-            self.previous = Some(self.current);
-            self.current = (0, 0);
+        match &mut self.counted {
+            Some(counted) => counted.0 += 1,
+            None => {
+                self.first.0 += 1;
+                if self.first.0 >= window.max(1) {
+                    self.counted = Some((0, 0));
+                }
+            }
         }
     }
 
     fn on_reply(&mut self) {
-        self.current.1 += 1;
+        match &mut self.counted {
+            Some(counted) => counted.1 += 1,
+            None => self.first.1 += 1,
+        }
     }
 
-    /// 1 above `percent` replies per sent packet, else 2 (also before a
-    /// window is full).
+    /// 1 above `percent` replies per sent packet, else 2 (also until the
+    /// first window is over and a packet has been counted).
     fn threshold(&self, percent: u64) -> usize {
-        let Some((sent, replies)) = self.previous else {
-            return 2;
-        };
-        let (sent, replies) = (sent + self.current.0, replies + self.current.1);
-        if replies * 100 > sent * percent { 1 } else { 2 }
+        match self.counted {
+            Some((sent, replies)) if sent > 0 && replies * 100 > sent * percent => 1,
+            _ => 2,
+        }
     }
 }
 
@@ -530,5 +538,45 @@ impl Protection {
             !matched
         });
         self.unbuffer(env, freed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplyRatio;
+
+    /// The first window does not count (a handshake's and slow start's
+    /// extra replies); afterwards the ratio is the whole connection's, so
+    /// a stretch of extra replies cannot flip a long-settled estimate.
+    #[test]
+    fn the_reply_ratio_is_the_connections_after_its_first_window() {
+        let mut ratio = ReplyRatio::default();
+        // A first window answered one for one: still 2.
+        for _ in 0..64 {
+            ratio.on_sent(64);
+            ratio.on_reply();
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // 1000 packets, every second answered: 2.
+        for i in 0..1000 {
+            ratio.on_sent(64);
+            if i % 2 == 0 {
+                ratio.on_reply();
+            }
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // 100 answered one for one: 600 of 1100, under 60%: still 2.
+        for _ in 0..100 {
+            ratio.on_sent(64);
+            ratio.on_reply();
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // A receiver that answers everything from the start: 1.
+        let mut every = ReplyRatio::default();
+        for _ in 0..200 {
+            every.on_sent(64);
+            every.on_reply();
+        }
+        assert_eq!(every.threshold(60), 1);
     }
 }

@@ -66,7 +66,7 @@ pub(crate) struct Args {
     /// Above this reply/sent ratio the receiver acknowledges every packet.
     #[arg(long, value_name = "X", default_value_t = 0.6, value_parser = fraction(1.0))]
     threshold_ratio: f64,
-    /// Protected packets per window of the reply ratio.
+    /// Protected packets left out at the start of the reply ratio.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     threshold_window: u64,
     /// The fresh-RTT width ratio.

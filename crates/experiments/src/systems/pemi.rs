@@ -59,7 +59,7 @@ struct RawPemi {
     /// Above this reply/sent ratio the eliciting threshold is 1 (0.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     threshold_ratio: Option<f64>,
-    /// Protected packets per window of the reply ratio (64).
+    /// Protected packets left out at the start of the reply ratio (64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     threshold_window: Option<u64>,
     /// The fresh-RTT width ratio (0.8).
