@@ -320,19 +320,25 @@ fn flows_are_checked_by_field() {
 }
 
 #[test]
-fn flows_need_two_hops_and_a_bulk_upload() {
+fn flows_need_two_hops_and_a_bulk_transfer() {
     let three = flows("", TWO_FLOWS).replace(
         "path = [\"near\", \"far\"]",
         "path = [\"near\", \"mid\", \"far\"]",
     ) + "[hops.mid]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n";
     assert_mentions(&error(&three), &["`path`", "two hops"]);
 
+    // Downloads share a dumbbell too (TECC's flows are downloads).
     let download =
         flows("", TWO_FLOWS).replace("direction = \"upload\"", "direction = \"download\"");
-    assert_mentions(&error(&download), &["`workload`", "bulk upload"]);
+    ScenarioFile::parse(&download, PathBuf::from("ok.toml")).unwrap();
+    let media = flows("", TWO_FLOWS).replace(
+        "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+        "kind = \"media\"\nduration = \"10s\"",
+    );
+    assert_mentions(&error(&media), &["`workload`", "bulk transfer"]);
 
     let variant = format!(
-        "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"far\"\n",
+        "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"beyond\"\n",
         flows("", TWO_FLOWS)
     );
     assert_mentions(&error(&variant), &["variant \"late\"", "middle_after"]);

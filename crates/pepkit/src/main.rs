@@ -31,10 +31,11 @@ enum Command {
     /// Run a scenario file's variants × trials in the simulator (or, with
     /// --real, on a namespace testbed) and write trial files, summary.json,
     /// CSVs, plots and summary.md. Exits 1 if a claim of the scenario does
-    /// not hold.
+    /// not hold, 2 on an error (a bad scenario file, results not written).
     Run(run_scenario::Args),
     /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
-    /// an index of the results with the paper's claims checked.
+    /// an index of the results with the paper's claims checked. Exits 1 if
+    /// a claim does not hold, 2 on an error.
     Reproduce(reproduce::Args),
     /// Run the Sidekick proxy on a real router's interface: answer
     /// sidekick requests and send quACKs to the senders that asked, while

@@ -125,7 +125,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         std::fs::create_dir_all(&out).and_then(|()| std::fs::write(&index_path, index))
     {
         eprintln!("error: writing {}: {error}", index_path.display());
-        return ExitCode::FAILURE;
+        return ExitCode::from(2);
     }
     println!(
         "{held} of {} claims held; index of all results: {}",

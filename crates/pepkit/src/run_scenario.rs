@@ -126,7 +126,7 @@ pub(crate) fn run_and_write(
     })?;
     let written = experiments::report::write(out, file, &results).map_err(|error| {
         eprintln!("error: writing results to {}: {error}", out.display());
-        ExitCode::FAILURE
+        ExitCode::from(2)
     })?;
     println!("{}\n", results.summary.title);
     // One line per reason: "skipped in the simulator (why): A, B".

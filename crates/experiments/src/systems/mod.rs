@@ -292,6 +292,21 @@ pub(crate) fn engine_as<T: Middlebox>(engine: Option<&dyn Middlebox>) -> Option<
     any.downcast_ref()
 }
 
+/// The client-side companion `W` a system wrapped around `client`; if it
+/// is missing, says so in `result` as "client: `what` is missing".
+pub(crate) fn client_as<'a, W: Host>(
+    client: &'a dyn Host,
+    what: &str,
+    result: &mut TrialResult,
+) -> Option<&'a W> {
+    let any: &dyn std::any::Any = client;
+    let wrapped = any.downcast_ref();
+    if wrapped.is_none() {
+        result.errors.push(format!("client: {what} is missing"));
+    }
+    wrapped
+}
+
 /// A QUIC configuration with `controller`, built for an endpoint with
 /// nothing beside it (the split proxy's legs).
 pub(crate) fn quic_with(base: &QuicConfig, controller: &cc::Controller, seed: Seed) -> QuicConfig {

@@ -10,7 +10,8 @@
 //! ```
 
 use super::{
-    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
+    engine_as,
 };
 use crate::outcome::{FlowNames, Mode, TrialResult};
 use crate::units::Span;
@@ -223,11 +224,8 @@ impl System for Sidekick {
         names: &FlowNames,
         result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
-        let any: &dyn std::any::Any = client;
-        let Some(wrapped) = any.downcast_ref::<Wrapped>() else {
-            result
-                .errors
-                .push("client: the sidekick sender engine is missing".into());
+        let Some(wrapped) = client_as::<Wrapped>(client, "the sidekick sender engine", result)
+        else {
             return (client, None);
         };
         let stats = wrapped.stats();

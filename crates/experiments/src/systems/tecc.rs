@@ -15,7 +15,8 @@
 //! ```
 
 use super::{
-    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
+    engine_as,
 };
 use crate::outcome::{FlowNames, Mode as RunMode, TrialResult};
 use crate::units::Bytes;
@@ -353,11 +354,7 @@ impl System for Tecc {
         names: &FlowNames,
         result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
-        let any: &dyn std::any::Any = client;
-        let Some(wrapped) = any.downcast_ref::<Wrapped>() else {
-            result
-                .errors
-                .push("client: the tunnel client is missing".into());
+        let Some(wrapped) = client_as::<Wrapped>(client, "the tunnel client", result) else {
             return (client, None);
         };
         let stats = wrapped.stats();
