@@ -15,6 +15,11 @@
 //!   estimate.
 //! * **BtlBw**: the maximum delivery rate over the last 10 round trips;
 //!   **RTprop**: the minimum RTT over 10 s.
+//! * **Pacing** in Startup never goes down (draft §4.2.1's
+//!   BBRSetPacingRateWithGain: a lower rate is taken only once the pipe is
+//!   filled): a sender the application limits (a client that sends only
+//!   requests and feedback) stays in Startup, and its samples measure only
+//!   what it offered.
 //! * **States**: Startup (gain 2/ln 2 for pacing and window until the
 //!   bandwidth grew less than 25% in 3 rounds not limited by the
 //!   application), Drain (pacing gain ln 2/2
@@ -95,6 +100,10 @@ pub struct Bbr {
     full_bw: u64,
     full_bw_rounds: u8,
     filled: bool,
+    /// The highest pacing rate set before the pipe filled: until then the
+    /// rate never goes down (the draft's BBRSetPacingRateWithGain, Linux's
+    /// `bbr_set_pacing_rate`).
+    startup_pacing: u64,
     phase: usize,
     phase_start: Instant,
     probe_rtt_done: Option<Instant>,
@@ -118,7 +127,7 @@ impl Bbr {
         let mss = u64::from(mtu);
         // Any phase but the 3/4 one (index 1), as BBRv1 chooses.
         let phase = [0, 2, 3, 4, 5, 6, 7][(phase_seed % 7) as usize];
-        Bbr {
+        let mut bbr = Bbr {
             mss,
             state: State::Startup,
             bw_samples: VecDeque::new(),
@@ -134,6 +143,7 @@ impl Bbr {
             full_bw: 0,
             full_bw_rounds: 0,
             filled: false,
+            startup_pacing: 0,
             phase,
             phase_start: now,
             probe_rtt_done: None,
@@ -144,7 +154,9 @@ impl Bbr {
             ack_epoch: (now, 0),
             extra_acked: [0; 2],
             extra_slot: (0, 0),
-        }
+        };
+        bbr.startup_pacing = bbr.model_pacing_rate();
+        bbr
     }
 
     /// BtlBw, bytes per second (0 before the first sample).
@@ -180,8 +192,28 @@ impl Bbr {
         }
     }
 
-    /// The pacing rate, bytes per second.
+    /// The pacing rate, bytes per second: the gain times BtlBw (ten
+    /// packets per RTT before the first sample), never lower than before
+    /// until the pipe is filled. A sender the application limits from the
+    /// start (a client sending requests and feedback) stays in Startup,
+    /// and its samples only measure what it offered: pacing at them would
+    /// hold back its next burst.
     pub fn pacing_rate(&self) -> u64 {
+        let rate = self.model_pacing_rate();
+        if self.filled {
+            rate
+        } else {
+            rate.max(self.startup_pacing)
+        }
+    }
+
+    fn hold_startup_pacing(&mut self) {
+        if !self.filled {
+            self.startup_pacing = self.startup_pacing.max(self.model_pacing_rate());
+        }
+    }
+
+    fn model_pacing_rate(&self) -> u64 {
         let bw = self.bandwidth();
         let bw = if bw == 0 {
             let rtt = self.rtprop().as_micros().max(1);
@@ -369,6 +401,7 @@ impl Controller for Bbr {
         self.update_ack_aggregation(now, bytes, round_start);
         self.update_state(now);
         self.update_cwnd(bytes);
+        self.hold_startup_pacing();
     }
 
     fn on_end_acks(
@@ -454,5 +487,30 @@ mod tests {
         // Before any sample: ten packets per initial RTT, times 2/ln 2.
         assert_eq!(bbr.pacing_rate(), 120_000 * 2885 / 1000);
         assert_eq!(bbr.window(), 12_000);
+    }
+
+    /// An application-limited sender in Startup: its samples (a small
+    /// packet now and then) are far below the initial rate, which it keeps;
+    /// a higher sample raises the rate for good until the pipe is filled.
+    #[test]
+    fn startup_pacing_never_goes_down() {
+        let now = Instant::now();
+        let mut bbr = Bbr::new(now, 1200, 1);
+        let initial = bbr.pacing_rate();
+        bbr.add_bw_sample(2_500);
+        bbr.hold_startup_pacing();
+        assert_eq!(bbr.pacing_rate(), initial);
+        bbr.round = 1;
+        bbr.add_bw_sample(1_000_000);
+        bbr.hold_startup_pacing();
+        assert_eq!(bbr.pacing_rate(), 1_000_000 * 2885 / 1000);
+        bbr.round = 20;
+        bbr.add_bw_sample(2_500);
+        bbr.hold_startup_pacing();
+        assert_eq!(bbr.bandwidth(), 2_500);
+        assert_eq!(bbr.pacing_rate(), 1_000_000 * 2885 / 1000);
+        // Once the pipe is filled, the model alone sets it.
+        bbr.filled = true;
+        assert_eq!(bbr.pacing_rate(), 2_500 * 2885 / 1000);
     }
 }

@@ -59,8 +59,10 @@ pub struct ClientStats {
     pub packets_in: u64,
     /// Inner packets dropped (tunnel refused, too many waiting).
     pub dropped: u64,
-    /// TUNNEL_INFO capsules received.
+    /// TUNNEL_INFO received (capsules and datagrams).
     pub feedback: u64,
+    /// Of those, the ones that came as HTTP datagrams.
+    pub feedback_datagrams: u64,
     /// Packets forwarded beside the tunnel (MFT), to and from the target.
     pub forwarded: (u64, u64),
     /// The datagram sender's counters.
@@ -301,11 +303,24 @@ impl ClientApp {
                     .is_some_and(|s| s.id.id() == http.stream_id)
                     && matches!(t.state, TunnelState::Open(_))
             });
-            if let (Some(tunnel), 0) = (tunnel, http.context) {
-                tunnel.forwarding.tunnelled(http.payload);
-                self.inbound
-                    .push((tunnel.target, Bytes::copy_from_slice(http.payload)));
-                self.stats.packets_in += 1;
+            match (tunnel, http.context) {
+                (Some(tunnel), 0) => {
+                    tunnel.forwarding.tunnelled(http.payload);
+                    self.inbound
+                        .push((tunnel.target, Bytes::copy_from_slice(http.payload)));
+                    self.stats.packets_in += 1;
+                }
+                (Some(_), datagram::TUNNEL_INFO_CONTEXT) if self.settings.feedback => {
+                    let mut fields = http.payload;
+                    if let Ok(feedback) = Feedback::decode_fields(&mut fields)
+                        && fields.is_empty()
+                    {
+                        self.stats.feedback += 1;
+                        self.stats.feedback_datagrams += 1;
+                        self.feedback.push(feedback);
+                    }
+                }
+                _ => {}
             }
         }
     }

@@ -126,6 +126,7 @@ pub struct RequestStream {
     outgoing: VecDeque<Bytes>,
     outgoing_bytes: usize,
     finished: bool,
+    headers_seen: bool,
 }
 
 impl RequestStream {
@@ -138,6 +139,7 @@ impl RequestStream {
             outgoing: VecDeque::new(),
             outgoing_bytes: 0,
             finished: false,
+            headers_seen: false,
         }
     }
 
@@ -206,7 +208,15 @@ impl RequestStream {
         self.frames.push(&data, &mut events)?;
         for event in events {
             match event {
-                FrameEvent::Headers(section) => input.headers.push(qpack::decode(&section)?),
+                FrameEvent::Headers(section) => {
+                    self.headers_seen = true;
+                    input.headers.push(qpack::decode(&section)?);
+                }
+                // A DATA frame before any HEADERS frame is
+                // H3_FRAME_UNEXPECTED (RFC 9114 §4.1).
+                FrameEvent::Data(_) if !self.headers_seen => {
+                    return Err(WireError::Malformed("DATA before HEADERS"));
+                }
                 FrameEvent::Data(bytes) => self.capsules.push(&bytes, &mut input.capsules)?,
                 FrameEvent::Settings(_) | FrameEvent::Goaway(_) => {
                     return Err(WireError::Malformed("a control frame on a request stream"));

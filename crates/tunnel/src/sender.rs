@@ -29,6 +29,10 @@ struct Pending {
     data: Bytes,
     /// Times it was sent before.
     sends: u8,
+    /// Control information of the tunnel's own (TECC's feedback): sent
+    /// ahead of the queue, never resent, not counted with the tunnel's
+    /// datagrams.
+    control: bool,
 }
 
 /// Counters of one sender.
@@ -118,7 +122,26 @@ impl DatagramSender {
         self.queued_bytes += data.len();
         let id = self.next_id;
         self.next_id += 1;
-        self.queue.push_back(Pending { id, data, sends: 0 });
+        self.queue.push_back(Pending {
+            id,
+            data,
+            sends: 0,
+            control: false,
+        });
+    }
+
+    /// Queues a datagram of the tunnel's own ahead of every other: it
+    /// leaves in the next packet the connection sends, is never resent (the
+    /// next one replaces it) and is not counted in [`SenderStats`]. It is
+    /// not held back by the queue limit.
+    pub fn push_control(&mut self, data: Bytes) {
+        self.queued_bytes += data.len();
+        self.queue.push_front(Pending {
+            id: u64::MAX,
+            data,
+            sends: 0,
+            control: true,
+        });
     }
 
     /// Bytes waiting in the tunnel: its queue and what the state machine
@@ -175,6 +198,9 @@ impl DatagramSender {
                 break;
             };
             self.handed_bytes -= pending.data.len();
+            if pending.control {
+                continue;
+            }
             self.stats.sent += 1;
             self.stats.sent_bytes += pending.data.len() as u64;
             if pending.sends > 0 {

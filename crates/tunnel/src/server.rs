@@ -434,10 +434,30 @@ impl ServerApp {
             stats: self.sender.stats(),
         };
         if let Some(feedback) = sampler.poll(now, state) {
-            let mut bytes = Vec::new();
-            Capsule::TunnelInfo(feedback).encode(&mut bytes);
-            for tunnel in &mut self.tunnels {
-                tunnel.streams[0].send_capsules(&bytes);
+            // In the datagram modes, TUNNEL_INFO is an HTTP datagram sent
+            // ahead of the tunnel's queue: as a capsule on the CONNECT
+            // stream it waited behind the data it reports on (stream frames
+            // take what room datagrams leave in a packet) and behind its own
+            // lost predecessors (a reliable stream), seconds on a slow link.
+            if self.shared.settings.mode.uses_datagrams() {
+                let mut fields = Vec::new();
+                feedback.encode_fields(&mut fields);
+                for tunnel in &self.tunnels {
+                    let mut bytes = Vec::new();
+                    datagram::encode_with_context(
+                        &mut bytes,
+                        tunnel.streams[0].id.id(),
+                        datagram::TUNNEL_INFO_CONTEXT,
+                        &fields,
+                    );
+                    self.sender.push_control(Bytes::from(bytes));
+                }
+            } else {
+                let mut bytes = Vec::new();
+                Capsule::TunnelInfo(feedback).encode(&mut bytes);
+                for tunnel in &mut self.tunnels {
+                    tunnel.streams[0].send_capsules(&bytes);
+                }
             }
             self.stats.feedback += 1;
         }

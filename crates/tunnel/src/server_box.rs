@@ -62,6 +62,15 @@ impl TunnelServer {
         self.endpoint.apps().map(ServerApp::stats).collect()
     }
 
+    /// Why each connection was closed by the server, if it was (a peer
+    /// that broke HTTP/3), in order of arrival.
+    pub fn errors(&self) -> Vec<Option<String>> {
+        self.endpoint
+            .apps()
+            .map(|app| app.error().map(str::to_string))
+            .collect()
+    }
+
     /// Each connection's samples of its sending state.
     pub fn samples(&self) -> Vec<&[ServerSample]> {
         self.endpoint.apps().map(ServerApp::samples).collect()

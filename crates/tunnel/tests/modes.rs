@@ -31,9 +31,16 @@ fn summary(client: &TunnelClientHost<CbrSource>) -> ClientView {
 }
 
 fn probes(mode: Mode, loss: f64) -> (Vec<(u64, Duration)>, ClientView, Vec<tunnel::ServerStats>) {
-    let seed = Seed::new(3);
     let mut settings = TunnelSettings::new(mode);
     settings.record_losses = true;
+    probes_with(settings, loss)
+}
+
+fn probes_with(
+    settings: TunnelSettings,
+    loss: f64,
+) -> (Vec<(u64, Duration)>, ClientView, Vec<tunnel::ServerStats>) {
+    let seed = Seed::new(3);
     let source = CbrSource::new(
         addr(CLIENT),
         addr(SERVER),
@@ -149,5 +156,23 @@ fn stream_mode_is_reliable_in_order_and_blocks_behind_a_loss() {
     assert!(
         stream_late > 2 * datagram_late,
         "MST late packets {stream_late}, RMDT {datagram_late}"
+    );
+}
+
+/// TECC's feedback travels as HTTP datagrams (context 1) ahead of the
+/// tunnel's queue: each one the server sends reaches the tunnel client on
+/// a clean path, and none is counted (or resent) as a tunnel datagram.
+#[test]
+fn feedback_goes_as_control_datagrams() {
+    let mut settings = TunnelSettings::new(Mode::RetransmittedDatagram);
+    settings.feedback = true;
+    let (_, client, server) = probes_with(settings, 0.0);
+    let sent = server[0].feedback;
+    assert!(sent > 50, "{sent} feedbacks in 30 s");
+    assert!(client.stats.feedback + 1 >= sent, "{:?}", client.stats);
+    assert_eq!(client.stats.feedback_datagrams, client.stats.feedback);
+    assert_eq!(
+        server[0].sender.sent, 0,
+        "control datagrams are not counted"
     );
 }

@@ -17,6 +17,19 @@ pub fn encode(out: &mut Vec<u8>, stream_id: u64, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
+/// The context ID of TECC's TUNNEL_INFO as an HTTP datagram: an odd
+/// (proxy-allocated, RFC 9298 §4) ID of ours, used only when the tunnel's
+/// settings enable TECC's feedback on both ends; a peer that does not know
+/// it drops the datagram.
+pub const TUNNEL_INFO_CONTEXT: u64 = 1;
+
+/// Appends an HTTP datagram with context ID `context`.
+pub fn encode_with_context(out: &mut Vec<u8>, stream_id: u64, context: u64, payload: &[u8]) {
+    varint::write(out, stream_id / 4);
+    varint::write(out, context);
+    out.extend_from_slice(payload);
+}
+
 /// An HTTP datagram as received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpDatagram<'a> {
@@ -56,6 +69,11 @@ mod tests {
         assert_eq!((datagram.stream_id, datagram.context), (400, 0));
         assert_eq!(datagram.payload, b"payload");
         assert!(decode(&[0x40]).is_err());
+        let mut out = Vec::new();
+        encode_with_context(&mut out, 8, TUNNEL_INFO_CONTEXT, b"x");
+        let datagram = decode(&out).unwrap();
+        assert_eq!((datagram.stream_id, datagram.context), (8, 1));
+        assert_eq!(datagram.payload, b"x");
         assert!(decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]).is_err());
     }
 }
