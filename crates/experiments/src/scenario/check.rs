@@ -9,6 +9,7 @@
 //! variant = "QUIC + Sidekick, 1% loss"
 //! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
 //! at_least = 3.0                   # and/or at_most
+//! # statistic = "max"              # bound the largest trial's value instead
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,37 @@ pub struct Check {
     /// Only evaluate in this mode (`simulator` or `real`; default both).
     #[serde(default)]
     pub mode: Option<crate::outcome::Mode>,
+    /// Which value of each variant is bounded (default: the median).
+    #[serde(default, skip_serializing_if = "Statistic::is_median")]
+    pub statistic: Statistic,
+}
+
+/// Which value of a variant's trials a check bounds.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Statistic {
+    /// The median.
+    #[default]
+    Median,
+    /// The smallest trial's value (a claim on every run: `at_least`).
+    Min,
+    /// The largest trial's value (a claim on every run: `at_most`).
+    Max,
+}
+
+impl Statistic {
+    fn is_median(&self) -> bool {
+        *self == Statistic::Median
+    }
+
+    /// Its value in a spread.
+    pub fn of(self, spread: &crate::summary::Spread) -> f64 {
+        match self {
+            Statistic::Median => spread.median,
+            Statistic::Min => spread.min,
+            Statistic::Max => spread.max,
+        }
+    }
 }
 
 impl Check {
@@ -59,18 +91,25 @@ impl Check {
         }
     }
 
-    /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …".
+    /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …",
+    /// "max ≤ 1.1".
     pub fn bound(&self) -> String {
         let of = self
             .ratio_to
             .as_ref()
             .map(|other| format!("× {other}"))
             .unwrap_or_default();
-        match (self.at_least, self.at_most) {
+        let which = match self.statistic {
+            Statistic::Median => "",
+            Statistic::Min => "min ",
+            Statistic::Max => "max ",
+        };
+        let bound = match (self.at_least, self.at_most) {
             (Some(low), Some(high)) => format!("{low}–{high}{of}"),
             (Some(low), None) => format!("≥ {low}{of}"),
             (None, Some(high)) => format!("≤ {high}{of}"),
             (None, None) => String::new(),
-        }
+        };
+        format!("{which}{bound}")
     }
 }

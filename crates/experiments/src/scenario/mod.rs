@@ -22,7 +22,7 @@ mod hop;
 mod raw;
 mod validate;
 
-pub use check::Check;
+pub use check::{Check, Statistic};
 pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
 pub use hop::{Buffer, Capacity, Hop};
@@ -88,6 +88,9 @@ pub enum Traffic {
     },
     /// Linux TCP (`transport = "tcp"`): one bulk transfer, real mode only.
     KernelTcp(TcpTransfer),
+    /// Independent QUIC stacks (`client.stack`, `server.stack`): one
+    /// flow, real mode only.
+    Peers(crate::peers::PeerTransfer),
 }
 
 /// One flow of our hosts: a client and a server and what they run.
@@ -128,6 +131,9 @@ impl Scenario {
             (Mode::Simulator, Traffic::KernelTcp(_)) => {
                 Some("TCP runs in real mode only (pepkit run --real)")
             }
+            (Mode::Simulator, Traffic::Peers(_)) => {
+                Some("independent QUIC stacks run in real mode only (pepkit run --real)")
+            }
             (Mode::Simulator, Traffic::Hosts { .. }) => system,
             (Mode::Real, _) if system.is_some() => system,
             (
@@ -152,7 +158,7 @@ impl Scenario {
     pub fn flows(&self) -> &[Flow] {
         match &self.traffic {
             Traffic::Hosts { flows, .. } => flows,
-            Traffic::KernelTcp(_) => &[],
+            Traffic::KernelTcp(_) | Traffic::Peers(_) => &[],
         }
     }
 
@@ -199,6 +205,7 @@ impl Traffic {
                 .iter()
                 .all(|flow| flow.client.is_ipv4() && flow.server.is_ipv4()),
             Traffic::KernelTcp(tcp) => tcp.client.is_ipv4() && tcp.server.is_ipv4(),
+            Traffic::Peers(peers) => peers.client.is_ipv4() && peers.server.is_ipv4(),
         }
     }
 }

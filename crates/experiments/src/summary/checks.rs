@@ -31,7 +31,7 @@ impl CheckResult {
                 .iter()
                 .find(|v| v.name == name)
                 .and_then(|v| v.metrics.get(&check.metric))
-                .map(|spread| spread.median)
+                .map(|spread| check.statistic.of(spread))
         };
         let value = match (&check.ratio_to, median(&check.variant)) {
             (None, value) => value,

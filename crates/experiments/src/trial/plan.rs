@@ -173,6 +173,7 @@ pub(crate) fn with_setup<T>(
     let (topology, tcp) = match &scenario.traffic {
         crate::scenario::Traffic::Hosts { topology, .. } => (*topology, None),
         crate::scenario::Traffic::KernelTcp(tcp) => (Topology::Chain, Some(tcp)),
+        crate::scenario::Traffic::Peers(_) => (Topology::Chain, None),
     };
     let flows: Vec<&Flow> = scenario.flows().iter().filter(|flow| flow.served).collect();
     let served: Vec<ServedFlow<'_>> = flows
