@@ -8,6 +8,14 @@ big-endian u64. Download: the server sends N bytes then FIN. Upload: the
 client sends N bytes then FIN; the server reads them all and answers with an
 empty FIN, which is the client's end-of-transfer acknowledgement.
 
+RTC (PEMI §6.1.2): byte 0 = 2, bytes 1..9 = the number of frames, then 4
+bytes of frames per second and 4 of bytes per frame (big-endian). The server
+sends frame k at start + k/fps on a unidirectional stream of its own: a
+16-byte header (k, and its generation time in nanoseconds of the Unix epoch,
+big-endian u64s), zeros up to the frame's size, FIN. The client prints every
+frame's index, generation and arrival time (the FIN); pepkit computes delay
+and jitter from them, as for its own endpoints.
+
 We subclass QuicConnectionProtocol and work on its QuicConnection directly
 instead of using aioquic's StreamWriter: that writer has no back-pressure, so
 a large transfer would be copied into the send buffer all at once.
@@ -96,6 +104,17 @@ class ServerProtocol(BulkProtocol):
             st[0] += data
             if len(st[0]) < 9:
                 return
+            if st[0][0] == 2:
+                if len(st[0]) < 17:
+                    return
+                frames, fps, size = struct.unpack(">QII", st[0][1:17])
+                st[1] = -1
+                if fps == 0 or size < 16:
+                    self._quic.close(error_code=1, reason_phrase="bad RTC header")
+                    self.transmit()
+                    return
+                asyncio.ensure_future(self.send_frames(frames, fps, size))
+                return
             header, data = st[0][:9], st[0][9:]
             if header[0] not in (0, 1):
                 self._quic.close(error_code=1, reason_phrase="bad header")
@@ -116,6 +135,22 @@ class ServerProtocol(BulkProtocol):
                 self._quic.close(error_code=1, reason_phrase="short upload")
             else:
                 self._quic.send_stream_data(stream_id, b"", end_stream=True)  # acknowledgement
+            self.transmit()
+
+    async def send_frames(self, frames, fps, size):
+        """Frame k at start + k/fps, each on a unidirectional stream of its own."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        padding = bytes(size - 16)
+        for k in range(frames):
+            delay = start + k / fps - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if self.terminated is not None:
+                return
+            stream_id = self._quic.get_next_available_stream_id(is_unidirectional=True)
+            frame = struct.pack(">QQ", k, time.time_ns()) + padding
+            self._quic.send_stream_data(stream_id, frame, end_stream=True)
             self.transmit()
 
     async def download(self, stream_id, n):
@@ -143,6 +178,57 @@ class ClientProtocol(BulkProtocol):
         if isinstance(event, ConnectionTerminated) and not self.finished.done():
             self.finished.set_exception(
                 ConnectionError(f"connection closed: {event.reason_phrase or event.error_code}"))
+
+
+class RtcClientProtocol(BulkProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.expected = None
+        self.heads = {}  # stream id -> first bytes
+        self.frames = []  # [index, generated_ns, arrived_ns]
+        self.finished = asyncio.get_running_loop().create_future()
+        self.finished.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def stream_data(self, stream_id, data, end_stream):
+        if stream_id & 3 != 3:  # only the server's unidirectional streams carry frames
+            return
+        head = self.heads.get(stream_id, b"")
+        if len(head) < 16:
+            head += data[:16 - len(head)]
+            self.heads[stream_id] = head
+        if end_stream and len(head) == 16:
+            index, generated = struct.unpack(">QQ", head)
+            self.frames.append([index, generated, time.time_ns()])
+            del self.heads[stream_id]
+            if len(self.frames) >= self.expected and not self.finished.done():
+                self.finished.set_result(None)
+
+    def quic_event_received(self, event):
+        super().quic_event_received(event)
+        if isinstance(event, ConnectionTerminated) and not self.finished.done():
+            self.finished.set_exception(
+                ConnectionError(f"connection closed: {event.reason_phrase or event.error_code}"))
+
+
+async def rtc_client(addr, frames, fps, size, timeout):
+    host, port = split_addr(addr)
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda loop, ctx: None if isinstance(
+        ctx.get("exception"), ConnectionError) else loop.default_exception_handler(ctx))
+    config = QuicConfiguration(is_client=True, alpn_protocols=[ALPN],
+                               max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA)
+    config.verify_mode = ssl.CERT_NONE
+    async with connect(host, port, configuration=config, create_protocol=RtcClientProtocol) as proto:
+        proto.expected = frames
+        stream_id = proto._quic.get_next_available_stream_id()
+        proto._quic.send_stream_data(stream_id, struct.pack(">BQII", 2, frames, fps, size))
+        proto.transmit()
+        try:
+            await asyncio.wait_for(asyncio.shield(proto.finished), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            pass  # print what arrived: pepkit counts the rest as missing
+    print(json.dumps({"peer": "aioquic", "mode": "rtc", "frames": proto.frames},
+                     separators=(",", ":")), flush=True)
 
 
 def split_addr(addr):
@@ -228,13 +314,20 @@ def main():
     s.add_argument("--listen", required=True, metavar="IP:PORT")
     c = sub.add_parser("client")
     c.add_argument("--connect", required=True, metavar="IP:PORT")
-    c.add_argument("--size", required=True, type=int)
+    c.add_argument("--size", type=int, default=0)
     c.add_argument("--upload", action="store_true")
     c.add_argument("--timeout", type=float, default=60.0)
+    c.add_argument("--rtc-frames", type=int, default=0)
+    c.add_argument("--fps", type=int, default=30)
+    c.add_argument("--frame-bytes", type=int, default=12500)
     a = p.parse_args()
     try:
         if a.role == "server":
             asyncio.run(server(a.listen))
+        elif a.rtc_frames > 0:
+            if a.fps <= 0 or a.frame_bytes < 16:
+                p.error("--fps must be positive and --frame-bytes at least 16")
+            asyncio.run(rtc_client(a.connect, a.rtc_frames, a.fps, a.frame_bytes, a.timeout))
         else:
             asyncio.run(asyncio.wait_for(client(a.connect, a.size, a.upload), a.timeout))
     except (asyncio.TimeoutError, TimeoutError):

@@ -7,6 +7,15 @@
 // big-endian u64. Download: the server sends N bytes then FIN. Upload: the
 // client sends N bytes then FIN; the server reads them all and answers with
 // an empty FIN, which is the client's end-of-transfer acknowledgement.
+//
+// RTC (PEMI §6.1.2): byte 0 = 2, bytes 1..9 = the number of frames, then
+// 4 bytes of frames per second and 4 of bytes per frame (big-endian). The
+// server sends frame k at start + k/fps on a unidirectional stream of its
+// own: a 16-byte header (k, and its generation time in nanoseconds of the
+// Unix epoch, big-endian u64s), zeros up to the frame's size, FIN. The
+// client records each frame's arrival (the FIN) and prints every frame's
+// index, generation and arrival time; delay and jitter are computed by
+// pepkit from them, as for its own endpoints.
 package main
 
 import (
@@ -57,11 +66,22 @@ func main() {
 		size := fs.Uint64("size", 0, "payload bytes")
 		upload := fs.Bool("upload", false, "client -> server instead of server -> client")
 		timeout := fs.Float64("timeout", 60, "seconds before giving up")
+		frames := fs.Uint64("rtc-frames", 0, "RTC: frames to receive (instead of a transfer)")
+		fps := fs.Uint("fps", 30, "RTC: frames per second")
+		frameBytes := fs.Uint("frame-bytes", 12500, "RTC: bytes per frame (at least 16)")
 		fs.Parse(os.Args[2:])
 		if *connect == "" || *timeout <= 0 {
 			usage()
 		}
-		err = client(*connect, *size, *upload, time.Duration(*timeout*float64(time.Second)))
+		limit := time.Duration(*timeout * float64(time.Second))
+		if *frames > 0 {
+			if *fps == 0 || *frameBytes < 16 {
+				usage()
+			}
+			err = rtcClient(*connect, *frames, uint32(*fps), uint32(*frameBytes), limit)
+		} else {
+			err = client(*connect, *size, *upload, limit)
+		}
 	default:
 		usage()
 	}
@@ -73,7 +93,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: quicgo-bulk server --listen IP:PORT\n"+
-		"       quicgo-bulk client --connect IP:PORT --size BYTES [--upload] [--timeout SECONDS]")
+		"       quicgo-bulk client --connect IP:PORT --size BYTES [--upload] [--timeout SECONDS]\n"+
+		"       quicgo-bulk client --connect IP:PORT --rtc-frames N [--fps F] [--frame-bytes B] [--timeout SECONDS]")
 	os.Exit(2)
 }
 
@@ -219,6 +240,14 @@ func transfer(ctx context.Context, conn *quic.Conn) error {
 	}
 	n := binary.BigEndian.Uint64(header[1:])
 	switch header[0] {
+	case 2: // RTC frames
+		var more [8]byte
+		if _, err := io.ReadFull(stream, more[:]); err != nil {
+			return fmt.Errorf("read the RTC header: %w", err)
+		}
+		fps := binary.BigEndian.Uint32(more[:4])
+		size := binary.BigEndian.Uint32(more[4:])
+		return sendFrames(ctx, conn, n, fps, size)
 	case 1: // download
 		if err := writeN(stream, n); err != nil {
 			return err
@@ -236,6 +265,112 @@ func transfer(ctx context.Context, conn *quic.Conn) error {
 	default:
 		return errors.New("bad header")
 	}
+}
+
+// sendFrames sends frame k at start + k/fps, each on its own
+// unidirectional stream, from a goroutine of its own, so that a frame the
+// congestion window holds back does not hold back the next one's
+// generation (as a real encoder does not wait for the network).
+func sendFrames(ctx context.Context, conn *quic.Conn, frames uint64, fps, size uint32) error {
+	if fps == 0 || size < 16 {
+		return errors.New("bad RTC header")
+	}
+	start := time.Now()
+	errs := make(chan error, 1)
+	for k := uint64(0); k < frames; k++ {
+		at := start.Add(time.Duration(k) * time.Second / time.Duration(fps))
+		select {
+		case <-time.After(time.Until(at)):
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errs:
+			return err
+		}
+		frame := make([]byte, size)
+		binary.BigEndian.PutUint64(frame[:8], k)
+		binary.BigEndian.PutUint64(frame[8:16], uint64(time.Now().UnixNano()))
+		go func() {
+			stream, err := conn.OpenUniStreamSync(ctx)
+			if err == nil {
+				_, err = stream.Write(frame)
+			}
+			if err == nil {
+				err = stream.Close()
+			}
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// rtcClient asks for frames and records each one's arrival; it prints one
+// JSON line with every frame received: [index, generated_ns, arrived_ns].
+func rtcClient(addr string, frames uint64, fps, size uint32, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}
+	conf := &quic.Config{MaxIncomingUniStreams: 1 << 16}
+	conn, err := quic.DialAddr(ctx, addr, tlsConf, conf)
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", addr, err)
+	}
+	defer conn.CloseWithError(0, "done")
+	stream, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return fmt.Errorf("open stream: %w", err)
+	}
+	var header [17]byte
+	header[0] = 2
+	binary.BigEndian.PutUint64(header[1:9], frames)
+	binary.BigEndian.PutUint32(header[9:13], fps)
+	binary.BigEndian.PutUint32(header[13:17], size)
+	if _, err := stream.Write(header[:]); err != nil {
+		return fmt.Errorf("send header: %w", err)
+	}
+	type arrival struct{ index, generated, arrived uint64 }
+	arrivals := make(chan arrival, 1024)
+	go func() {
+		for {
+			s, err := conn.AcceptUniStream(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				data, err := io.ReadAll(s)
+				if err != nil || len(data) < 16 {
+					return
+				}
+				arrivals <- arrival{
+					binary.BigEndian.Uint64(data[:8]),
+					binary.BigEndian.Uint64(data[8:16]),
+					uint64(time.Now().UnixNano()),
+				}
+			}()
+		}
+	}()
+	got := make([]arrival, 0, frames)
+	for uint64(len(got)) < frames {
+		select {
+		case a := <-arrivals:
+			got = append(got, a)
+		case <-ctx.Done():
+			frames = uint64(len(got)) // print what arrived: pepkit counts the rest as missing
+		}
+	}
+	fmt.Printf("{\"peer\":\"quic-go\",\"mode\":\"rtc\",\"frames\":[")
+	for i, a := range got {
+		if i > 0 {
+			fmt.Print(",")
+		}
+		fmt.Printf("[%d,%d,%d]", a.index, a.generated, a.arrived)
+	}
+	fmt.Println("]}")
+	return nil
 }
 
 // selfSigned makes a throwaway certificate: clients do not verify it.

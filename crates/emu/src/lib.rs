@@ -49,6 +49,7 @@
 pub mod bench;
 pub mod driver;
 pub mod link;
+pub mod pemi_daemon;
 mod require;
 pub mod sidekick_daemon;
 pub mod sys;

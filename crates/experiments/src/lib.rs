@@ -22,6 +22,7 @@
 
 pub mod figure;
 pub mod outcome;
+pub mod peers;
 pub mod report;
 pub mod run;
 pub mod scenario;

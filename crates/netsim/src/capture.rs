@@ -1,8 +1,8 @@
 //! Packet capture: pcap files of what crosses a link, with virtual
 //! timestamps.
 //!
-//! Each datagram is written as a full Ethernet II / IPv4 (or IPv6) / UDP frame
-//! with valid checksums, so Wireshark and tshark dissect it like a capture
+//! Each datagram is written as a full Ethernet II / IPv4 (or IPv6) / UDP (or
+//! ICMP echo) frame with valid checksums, so Wireshark and tshark dissect it like a capture
 //! from a real interface (add the endpoints' TLS key log to decrypt QUIC).
 //! Timestamps are virtual time since the start of the run, shown as seconds
 //! after the Unix epoch, at nanosecond resolution. MAC addresses are
@@ -10,7 +10,7 @@
 //! The file is little-endian whatever the machine, so it is byte-identical
 //! everywhere.
 
-use crate::{Datagram, Time};
+use crate::{Datagram, Protocol, Time};
 use etherparse::PacketBuilder;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
@@ -84,16 +84,37 @@ impl Capture {
         self.frame.clear();
         let eth = PacketBuilder::ethernet2(Self::mac_of(from_node), Self::mac_of(to_node));
         let (src, dst) = (datagram.src, datagram.dst);
-        let written = match (src.ip(), dst.ip()) {
-            (IpAddr::V4(s), IpAddr::V4(d)) => eth
+        let payload = &datagram.payload[..];
+        let written = match (src.ip(), dst.ip(), datagram.protocol) {
+            (IpAddr::V4(s), IpAddr::V4(d), Protocol::Udp) => eth
                 .ipv4(s.octets(), d.octets(), datagram.ttl)
                 .udp(src.port(), dst.port())
-                .write(&mut self.frame, &datagram.payload)
+                .write(&mut self.frame, payload)
                 .is_ok(),
-            (s, d) => eth
+            (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoRequest { id, seq }) => eth
+                .ipv4(s.octets(), d.octets(), datagram.ttl)
+                .icmpv4_echo_request(id, seq)
+                .write(&mut self.frame, payload)
+                .is_ok(),
+            (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoReply { id, seq }) => eth
+                .ipv4(s.octets(), d.octets(), datagram.ttl)
+                .icmpv4_echo_reply(id, seq)
+                .write(&mut self.frame, payload)
+                .is_ok(),
+            (s, d, Protocol::Udp) => eth
                 .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
                 .udp(src.port(), dst.port())
-                .write(&mut self.frame, &datagram.payload)
+                .write(&mut self.frame, payload)
+                .is_ok(),
+            (s, d, Protocol::EchoRequest { id, seq }) => eth
+                .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
+                .icmpv6_echo_request(id, seq)
+                .write(&mut self.frame, payload)
+                .is_ok(),
+            (s, d, Protocol::EchoReply { id, seq }) => eth
+                .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
+                .icmpv6_echo_reply(id, seq)
+                .write(&mut self.frame, payload)
                 .is_ok(),
         };
         let Ok(len) = u32::try_from(self.frame.len()) else {

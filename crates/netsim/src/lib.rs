@@ -126,7 +126,7 @@ mod topology;
 mod trace;
 
 pub use capture::{Capture, CapturePoint};
-pub use datagram::{DEFAULT_TTL, Datagram};
+pub use datagram::{DEFAULT_TTL, Datagram, Protocol};
 pub use event_queue::EventQueue;
 pub use host::Host;
 pub use link::{
@@ -139,7 +139,7 @@ pub use probability::{InvalidProbability, Probability};
 pub use rate::Rate;
 pub use red::{RedConfig, RedConfigError, RedParams, RedStatus};
 pub use seed::{Seed, SimRng};
-pub use sim::{CaptureId, RunOutcome, SimStats, Simulator, StopReason};
+pub use sim::{CaptureId, FateRecord, RunOutcome, SimStats, Simulator, StopReason};
 pub use time::Time;
 pub use topology::{
     Chain, ChainSpec, Dumbbell, DumbbellPair, DumbbellSpec, FlowPair, HopConfig, HopLinks,

@@ -86,3 +86,37 @@ proptest! {
         prop_assert_eq!(s.offered.bytes, s.delivered.bytes + s.dropped_total().bytes);
     }
 }
+
+/// Jitter spreads each packet's delay over `[delay, delay + jitter]`,
+/// keeps the packets in order, and without jitter nothing changes.
+#[test]
+fn jitter_spreads_delays_without_reordering() {
+    use std::time::Duration;
+    let base = LinkConfig::constant(Duration::from_millis(5), Rate::from_mbps(100));
+    let offer_all = |config: LinkConfig| {
+        let mut link = Link::new(config, Seed::new(3)).unwrap();
+        (0..5000u64)
+            .map(|i| match link.offer(Time::from_micros(i * 50), 1000) {
+                Fate::Deliver { at } => at,
+                Fate::Dropped(cause) => panic!("{cause:?}"),
+            })
+            .collect::<Vec<Time>>()
+    };
+    let plain = offer_all(base.clone());
+    let jittered = offer_all(base.clone().with_jitter(Duration::from_millis(2)));
+    assert_eq!(offer_all(base.clone().with_jitter(Duration::ZERO)), plain);
+    assert!(jittered.windows(2).all(|w| w[0] <= w[1]));
+    let extra: Vec<Duration> = plain.iter().zip(&jittered).map(|(p, j)| *j - *p).collect();
+    assert!(
+        extra
+            .iter()
+            .all(|e| *e <= Duration::from_millis(2) + Duration::from_micros(50))
+    );
+    // Packets 50 µs apart keep their order, so a packet waits for the
+    // latest of its predecessors' draws: the mean rises above 1 ms.
+    let mean = extra.iter().sum::<Duration>() / extra.len() as u32;
+    assert!(
+        mean > Duration::from_micros(700) && mean < Duration::from_micros(1900),
+        "{mean:?}"
+    );
+}

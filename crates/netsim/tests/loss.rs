@@ -112,3 +112,51 @@ fn loss_is_seeded() {
     assert_eq!(pattern(m, 10_000, 5), pattern(m, 10_000, 5));
     assert_ne!(pattern(m, 10_000, 5), pattern(m, 10_000, 6));
 }
+
+/// A recorded link's fates agree with its counters and with what arrived.
+#[test]
+fn recorded_fates_are_the_links_truth() {
+    use common::*;
+    use netsim::testing::{CbrSource, Sink};
+    let lossy = LinkConfig::delay_only(ms(4))
+        .with_loss(LossModel::Bernoulli(Probability::new(0.05).unwrap()));
+    let spec = two_hop_chain(
+        CbrSource::new(addr(SENDER), addr(RECEIVER), 200, ms(1), 2000),
+        Sink::new(),
+        MiddleSpec::forwarder("router"),
+        HopConfig::symmetric(LinkConfig::delay_only(ms(1))),
+        HopConfig::new(lossy, LinkConfig::delay_only(ms(4))),
+    );
+    let mut sim = Simulator::new(Seed::new(9));
+    let chain = sim.add_chain(spec).unwrap();
+    let link = chain.hops[1].forward;
+    assert!(sim.fates(link).is_empty());
+    sim.record_fates(link);
+    sim.run_until(Time::from_secs(10));
+    let fates = sim.fates(link);
+    let stats = sim.link_stats(link);
+    assert_eq!(fates.len() as u64, stats.offered.packets);
+    let dropped = fates
+        .iter()
+        .filter(|f| f.fate == Fate::Dropped(DropCause::Loss))
+        .count() as u64;
+    assert_eq!(dropped, stats.dropped_loss.packets);
+    assert!(dropped > 50);
+    let sink = sim.host::<Sink>(chain.receiver).unwrap();
+    let mut arrived: Vec<Time> = sink.arrivals().iter().map(|a| a.at).collect();
+    let mut delivered: Vec<Time> = fates
+        .iter()
+        .filter_map(|f| match f.fate {
+            Fate::Deliver { at } => Some(at),
+            Fate::Dropped(_) => None,
+        })
+        .collect();
+    arrived.sort();
+    delivered.sort();
+    assert_eq!(arrived, delivered);
+    for f in fates {
+        if let Fate::Deliver { at } = f.fate {
+            assert_eq!(at - f.offered, ms(4));
+        }
+    }
+}

@@ -151,3 +151,99 @@ fn middlebox_delays_drops_duplicates_and_injects() {
     assert_eq!(mb.for_me, 10);
     assert_eq!(sim.stats().unroutable + sim.stats().not_for_node, 0);
 }
+
+/// Pings each end every 50 ms from its own address and records the round
+/// trips; forwards everything else.
+struct Pinger {
+    me: SocketAddr,
+    ends: [SocketAddr; 2],
+    out: VecDeque<Transmit>,
+    next: Time,
+    seq: u16,
+    sent: Vec<Time>,
+    rtts: Vec<(u16, std::time::Duration)>,
+}
+
+impl Middlebox for Pinger {
+    fn handle_datagram(&mut self, now: Time, _from: Interface, d: Datagram) {
+        match d.protocol {
+            Protocol::EchoReply { id: 77, seq } if d.dst.ip() == self.me.ip() => {
+                self.rtts.push((seq, now - self.sent[usize::from(seq)]));
+            }
+            _ => self.out.push_back(Transmit::at(now, d)),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if now >= self.next && self.seq < 10 {
+            let end = self.ends[usize::from(self.seq % 2)];
+            let ping = Datagram::echo_request(self.me.ip(), end.ip(), 77, self.seq, vec![0; 56]);
+            self.out.push_back(Transmit::at(now, ping));
+            self.sent.push(now);
+            self.seq += 1;
+            self.next = now + ms(50);
+        }
+    }
+
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&mut self) -> Option<Time> {
+        (self.seq < 10).then_some(self.next)
+    }
+}
+
+#[test]
+fn hosts_answer_a_middleboxs_pings_and_their_engines_see_only_udp() {
+    let me: SocketAddr = format!("{MIDDLE_IP}:0").parse().unwrap();
+    let pinger = Pinger {
+        me,
+        ends: [addr(SENDER), addr(RECEIVER)],
+        out: VecDeque::new(),
+        next: Time::from_millis(10),
+        seq: 0,
+        sent: Vec::new(),
+        rtts: Vec::new(),
+    };
+    let source = CbrSource::new(addr(SENDER), addr(RECEIVER), 100, ms(10), 50);
+    let spec = two_hop_chain(
+        source,
+        Sink::echoing(),
+        MiddleSpec::with_middlebox("pinger", pinger).with_addr(me.ip()),
+        HopConfig::symmetric(LinkConfig::delay_only(ms(3))),
+        HopConfig::symmetric(LinkConfig::delay_only(ms(7))),
+    );
+    let mut sim = Simulator::new(Seed::new(1));
+    let chain = sim.add_chain(spec).unwrap();
+    let capture = sim.capture(chain.hops[1].forward, CapturePoint::Delivered);
+    sim.run_until(Time::from_secs(2));
+    let pinger = sim.middlebox::<Pinger>(chain.middles[0]).unwrap();
+    // Sender (3 ms away) on even sequence numbers, receiver (7 ms) on odd.
+    let expected: Vec<(u16, std::time::Duration)> = (0..10)
+        .map(|seq| (seq, ms(if seq % 2 == 0 { 6 } else { 14 })))
+        .collect();
+    assert_eq!(pinger.rtts, expected);
+    assert_eq!(sim.stats().echo_replies, 10);
+    // The hosts' engines got their UDP only.
+    let sink = sim.host::<Sink>(chain.receiver).unwrap();
+    assert_eq!(sink.arrivals().len(), 50);
+    let source = sim.host::<CbrSource>(chain.sender).unwrap();
+    assert_eq!(source.received().len(), 50);
+    // The capture shows the pings as ICMP echo requests.
+    let pcap = sim.take_capture(capture).unwrap();
+    let mut reader = pcap_file::pcap::PcapReader::new(&pcap[..]).unwrap();
+    let mut pings = 0;
+    while let Some(packet) = reader.next_packet() {
+        let packet = packet.unwrap();
+        let sliced = etherparse::SlicedPacket::from_ethernet(&packet.data).unwrap();
+        if let Some(etherparse::TransportSlice::Icmpv4(icmp)) = sliced.transport {
+            assert!(matches!(
+                icmp.icmp_type(),
+                etherparse::Icmpv4Type::EchoRequest(_)
+            ));
+            pings += 1;
+        }
+    }
+    assert_eq!(pings, 5);
+}

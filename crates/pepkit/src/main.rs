@@ -7,6 +7,7 @@ mod bench_quack;
 mod bench_sidekick_proxy;
 mod daemon;
 mod merge;
+mod pemi_daemon;
 mod reproduce;
 mod run_scenario;
 mod sidekick_proxy;
@@ -47,6 +48,10 @@ enum Command {
     /// Run the transparent split-connection TCP PEP on a real router
     /// (nftables tproxy), the papers' "TCP + PEP" baseline.
     TcpPep(tcp_pep::Args),
+    /// Run PEMI in a real router's path: infer the losses of unmodified
+    /// QUIC connections from the timing of their replies and resend them,
+    /// transparently.
+    Pemi(pemi_daemon::Args),
     /// Run the TECC / MASQUE tunnel server (HTTP/3 CONNECT-UDP) on UDP
     /// sockets of this host, forwarding to the targets --allow names.
     TunnelServer(tunnel_server::Args),
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),
+        Command::Pemi(args) => pemi_daemon::run(&args),
         Command::TunnelServer(args) => tunnel_server::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {

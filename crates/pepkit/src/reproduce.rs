@@ -13,9 +13,7 @@ use std::process::ExitCode;
 /// Arguments of `pepkit reproduce`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The paper: a directory of `--scenarios`. `sidekick` reproduces
-    /// every Sidekick figure; the other papers' directories hold the
-    /// scenarios written so far, without their systems yet.
+    /// The paper: a directory of `--scenarios` (sidekick, pemi, tecc, …).
     paper: String,
     /// Where the scenario directories are.
     #[arg(long, default_value = "scenarios")]
@@ -65,9 +63,28 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
         let quick = file.quick.as_ref().filter(|_| args.quick);
-        let mut modes = vec![Mode::Simulator];
+        let selected = quick.map_or(&[][..], |q| &q.variants[..]);
+        let mut modes = Vec::new();
+        if runs_in(file, selected, Mode::Simulator) {
+            modes.push(Mode::Simulator);
+        }
         if quick.is_some_and(|q| q.real) && real {
             modes.push(Mode::Real);
+        }
+        if modes.is_empty() {
+            // Independent stacks or kernel TCP only: nothing to simulate.
+            eprintln!("skipped: every variant runs in real mode only");
+            writeln!(
+                sections,
+                "## {}\n\n`{}`: skipped, its variants run in real mode only \
+                 (`pepkit reproduce {} --quick` runs them where real mode is \
+                 available).\n",
+                file.base.title,
+                path.display(),
+                args.paper
+            )
+            .expect("writing to a String");
+            continue;
         }
         for mode in modes {
             let options = RunOptions {
@@ -169,6 +186,15 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
         .then_with(|| a_path.cmp(b_path))
     });
     Ok(loaded)
+}
+
+/// Whether any of the file's `selected` variants (all if none) runs in
+/// `mode`.
+fn runs_in(file: &ScenarioFile, selected: &[String], mode: Mode) -> bool {
+    file.variants
+        .iter()
+        .filter(|v| selected.is_empty() || selected.contains(&v.name))
+        .any(|v| v.scenario.unsupported_in(mode).is_none())
 }
 
 /// Whether real mode can run here: `Ok(false)` (with the reason printed)

@@ -313,6 +313,14 @@ impl<A: App> Core<A> {
         self.conns.values()
     }
 
+    /// The connections whose applications are still driven (neither
+    /// closed nor drained), in creation order.
+    pub(crate) fn live_conns(&self) -> impl Iterator<Item = &Conn<A>> + '_ {
+        self.conns
+            .values()
+            .filter(|c| !c.drained && !c.conn.is_closed())
+    }
+
     /// The connections, mutably, in creation order.
     pub(crate) fn conns_mut(&mut self) -> impl Iterator<Item = &mut Conn<A>> + '_ {
         self.conns.values_mut()

@@ -377,7 +377,13 @@ impl RtcReport {
 
     /// The report of a receiver's frames, if it received any.
     pub fn from_receiver(receiver: &RtcReceiver) -> Option<RtcReport> {
-        let mut frames = receiver.frames().to_vec();
+        RtcReport::from_frames(receiver.expected(), receiver.frames().to_vec())
+    }
+
+    /// The report of `frames` out of `expected` (any order; e.g. as an
+    /// independent QUIC stack's RTC client recorded them), if there are
+    /// any.
+    pub fn from_frames(expected: u64, mut frames: Vec<FrameRecord>) -> Option<RtcReport> {
         if frames.is_empty() {
             return None;
         }
@@ -408,7 +414,7 @@ impl RtcReport {
         let sorted_delays = sorted(&delays);
         let sorted_jitter = sorted(&jitter);
         Some(RtcReport {
-            expected: receiver.expected(),
+            expected,
             delay_p50: nearest_rank(&sorted_delays, 50),
             delay_p95: nearest_rank(&sorted_delays, 95),
             delay_p99: nearest_rank(&sorted_delays, 99),

@@ -14,6 +14,7 @@
 //! `docs/sidekick.md` describes the design and the choices the paper left
 //! open.
 
+mod flow_encoder;
 pub mod host;
 pub mod proxy;
 pub mod sender;

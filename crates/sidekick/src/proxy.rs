@@ -46,9 +46,10 @@
 //! the engine's work (expiry, replies, quACKs) but never emits the datagram
 //! itself, so everything the proxy transmits is its own.
 
+use crate::flow_encoder::{FlowEncoder, QuackScratch};
 use crate::wire::{Config, Control, Discovery, Interval};
 use netsim::{Datagram, Interface, Middlebox, Seed, SimRng, Time, Transmit};
-use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Quack, Scheme};
+use quack::{IdentifierSource, Scheme};
 use rand_chacha::rand_core::RngCore;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -196,91 +197,6 @@ impl FlowSummary {
 /// session IDs, with a fixed seed, so runs are reproducible (nothing
 /// iterates them in an order that shows).
 type FxBuild = rustc_hash::FxBuildHasher;
-
-/// A flow's quACK, for the configured identifier width.
-enum FlowEncoder {
-    W16(AnyEncoder<F16>),
-    W32(AnyEncoder<F32>),
-    W64(AnyEncoder<F64>),
-}
-
-impl FlowEncoder {
-    fn new(id_bytes: u8, scheme: Scheme) -> Option<FlowEncoder> {
-        Some(match id_bytes {
-            2 => FlowEncoder::W16(AnyEncoder::new(scheme).ok()?),
-            4 => FlowEncoder::W32(AnyEncoder::new(scheme).ok()?),
-            8 => FlowEncoder::W64(AnyEncoder::new(scheme).ok()?),
-            _ => return None,
-        })
-    }
-
-    /// Inserts the payload's identifier; false if the payload has none.
-    #[inline]
-    fn insert(&mut self, source: IdentifierSource, payload: &[u8]) -> bool {
-        #[inline(always)]
-        fn insert<F: Field>(e: &mut AnyEncoder<F>, s: IdentifierSource, p: &[u8]) -> bool {
-            let Some(id) = s.identify::<F>(p) else {
-                return false;
-            };
-            match e {
-                // The common case, without the dynamic dispatch.
-                AnyEncoder::PowerSum(sums) => sums.insert(id),
-                other => other.insert(id),
-            }
-            true
-        }
-        match self {
-            FlowEncoder::W16(e) => insert(e, source, payload),
-            FlowEncoder::W32(e) => insert(e, source, payload),
-            FlowEncoder::W64(e) => insert(e, source, payload),
-        }
-    }
-
-    /// Appends the quACK message's bytes to `out` (the same bytes as
-    /// `message().to_bytes()`), reusing `scratch`'s buffers for the power
-    /// sum; false if there is nothing to say.
-    fn encode_message(&self, scratch: &mut QuackScratch, out: &mut Vec<u8>) -> bool {
-        fn encode<F: Field>(
-            e: &AnyEncoder<F>,
-            scratch: &mut Option<Quack<F>>,
-            out: &mut Vec<u8>,
-        ) -> bool {
-            match e {
-                AnyEncoder::PowerSum(sums) => {
-                    match scratch {
-                        Some(quack) => sums.quack_into(quack),
-                        None => *scratch = Some(sums.quack()),
-                    }
-                    scratch.as_ref().expect("set above").encode(out);
-                    true
-                }
-                other => other.message().map(|m| m.encode(out)).is_some(),
-            }
-        }
-        match self {
-            FlowEncoder::W16(e) => encode(e, &mut scratch.w16, out),
-            FlowEncoder::W32(e) => encode(e, &mut scratch.w32, out),
-            FlowEncoder::W64(e) => encode(e, &mut scratch.w64, out),
-        }
-    }
-
-    fn clear(&mut self) {
-        match self {
-            FlowEncoder::W16(e) => e.clear(),
-            FlowEncoder::W32(e) => e.clear(),
-            FlowEncoder::W64(e) => e.clear(),
-        }
-    }
-}
-
-/// Reused buffers for building quACKs.
-#[derive(Default)]
-struct QuackScratch {
-    w16: Option<Quack<F16>>,
-    w32: Option<Quack<F32>>,
-    w64: Option<Quack<F64>>,
-    bytes: Vec<u8>,
-}
 
 /// A configured session.
 struct Session {

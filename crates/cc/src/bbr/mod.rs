@@ -24,6 +24,12 @@
 //! * **Startup** is left only on rounds whose samples were not limited by
 //!   the application (a round the application starved says nothing about
 //!   the pipe).
+//! * **Pacing never goes down before the pipe is filled** (Linux's
+//!   `bbr_set_pacing_rate`, the draft's BBRSetPacingRateWithGain), counted
+//!   from the first RTT sample (Linux's `bbr_init_pacing_rate_from_rtt`):
+//!   a sender the application limits (a client sending only requests and
+//!   TECC feedback) stays in Startup, and its samples measure only what it
+//!   offered; pacing at them would hold back its next burst.
 //! * The window is the window gain times the BDP plus three send quanta
 //!   (2 packets each, Linux's budget below 1.2 Gbit/s), at least 4
 //!   packets; it grows towards that by the bytes acknowledged. Pacing is
@@ -131,6 +137,9 @@ pub struct Bbr {
     /// `extra_acked`), and the current slot with its age in rounds.
     extra_acked: [u64; 2],
     extra_slot: (usize, u64),
+    /// The highest pacing rate since the first RTT sample, while the pipe
+    /// is not yet filled: the floor of the pacing rate until then.
+    startup_pacing: u64,
 }
 
 impl Bbr {
@@ -169,6 +178,7 @@ impl Bbr {
             ack_epoch: None,
             extra_acked: [0; 2],
             extra_slot: (0, 0),
+            startup_pacing: 0,
         }
     }
 
@@ -218,8 +228,27 @@ impl Bbr {
         }
     }
 
-    /// The pacing rate, bytes/s.
+    /// The pacing rate, bytes/s: the model's, never lower than before
+    /// until the pipe is filled.
     pub fn pacing_rate(&self) -> u64 {
+        let rate = self.model_pacing_rate();
+        if self.filled_pipe {
+            rate
+        } else {
+            rate.max(self.startup_pacing)
+        }
+    }
+
+    /// Raises the Startup floor to the model's rate (once an RTT is known).
+    fn hold_startup_pacing(&mut self) {
+        if !self.filled_pipe && self.srtt.is_some() {
+            self.startup_pacing = self.startup_pacing.max(self.model_pacing_rate());
+        }
+    }
+
+    /// The pacing gain times BtlBw less 1% (before any estimate, the
+    /// initial window over the smoothed RTT).
+    fn model_pacing_rate(&self) -> u64 {
         let bw = self.btlbw();
         let rate = if bw > 0.0 {
             self.pacing_gain() * bw * 0.99
@@ -488,6 +517,7 @@ impl CongestionEngine for Bbr {
         if acked > 0 {
             self.update_cwnd(acked);
         }
+        self.hold_startup_pacing();
     }
 
     fn handle_lost(&mut self, now: Instant, _bytes: u16, pn: u64) {
@@ -616,5 +646,23 @@ mod tests {
         let phases: std::collections::BTreeSet<usize> = (0..64).map(phase).collect();
         assert!(!phases.contains(&1), "never starts in the 3/4 phase");
         assert!(phases.len() >= 5);
+    }
+
+    /// An application-limited sender in Startup keeps its highest pacing
+    /// rate while its samples (a small packet now and then) fall; once the
+    /// pipe is filled, the model alone sets the rate.
+    #[test]
+    fn startup_pacing_never_goes_down_before_the_pipe_fills() {
+        let t0 = Instant::now();
+        let mut bbr = Bbr::new(false, Seed::new(1).rng("bbr"), 1200);
+        run(&mut bbr, t0, 400, |_| 30_000);
+        let before = bbr.pacing_rate();
+        assert_eq!(bbr.mode(), Mode::Startup);
+        bbr.btlbw.clear();
+        bbr.btlbw.push_back((bbr.round, 2_500.0));
+        bbr.hold_startup_pacing();
+        assert_eq!(bbr.pacing_rate(), before);
+        bbr.filled_pipe = true;
+        assert_eq!(bbr.pacing_rate(), (HIGH_GAIN * 2_500.0 * 0.99) as u64);
     }
 }

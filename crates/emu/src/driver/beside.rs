@@ -5,7 +5,7 @@
 //! source may be any address (the Sidekick proxy's discovery replies come
 //! from the receiver's). The kernel routes both.
 
-use super::frame::{FrameError, write_ipv4_udp_packet};
+use super::frame::{FrameError, write_ipv4_packet};
 use super::middle::{DriverError, LocalSocket, MiddleStats};
 use netsim::Datagram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -63,7 +63,7 @@ impl Beside {
                 .socket
                 .send_to(&datagram.payload, datagram.dst)
                 .map(drop),
-            None => match write_ipv4_udp_packet(datagram, &mut self.packet) {
+            None => match write_ipv4_packet(datagram, &mut self.packet) {
                 Ok(()) => {
                     let dst = SockAddr::from(SocketAddr::new(datagram.dst.ip(), 0));
                     self.raw.send_to(&self.packet, &dst).map(drop)

@@ -3,25 +3,28 @@
 //!
 //! [`parse_frame`] reads an Ethernet II frame (optionally with one 802.1Q
 //! or 802.1ad tag) carrying IPv4 (header options honoured) and UDP, and
-//! borrows the UDP payload. Anything else — ARP, IPv6, TCP, ICMP, IP
-//! fragments (the first one included: a UDP header alone does not make a
-//! datagram) — is [`Frame::Other`], with the reason; bytes that claim to
-//! be IPv4 or UDP but are inconsistent (truncated, a bad header length or
-//! checksum) are a [`FrameError`]. No input panics.
+//! borrows the UDP payload; an ICMP echo request or reply with a valid
+//! ICMP checksum is [`Frame::Echo`] (the in-path driver hands the replies
+//! addressed to the node to its engine: PEMI's RTT calibration). Anything
+//! else — ARP, IPv6, TCP, other ICMP, IP fragments (the first one
+//! included: a UDP header alone does not make a datagram) — is
+//! [`Frame::Other`], with the reason; bytes that claim to be IPv4 or UDP
+//! but are inconsistent (truncated, a bad header length or checksum) are a
+//! [`FrameError`]. No input panics.
 //!
 //! The IPv4 header checksum is verified (the kernel drops a packet whose
 //! checksum is wrong, so counting it would be wrong); the UDP checksum is
 //! not (a router does not check it either, and a sender with checksum
 //! offload may hand the wire a partial one that the NIC completes).
 //!
-//! [`ipv4_udp_packet`] builds the reverse: a complete IPv4 + UDP packet
-//! with both checksums, for a raw socket with `IP_HDRINCL`, and
-//! [`write_udp_frame`] the same in an Ethernet frame, for a packet socket
+//! [`ipv4_packet`] builds the reverse: a complete IPv4 + UDP (or ICMP
+//! echo) packet with its checksums, for a raw socket with `IP_HDRINCL`,
+//! and [`write_frame`] the same in an Ethernet frame, for a packet socket
 //! (the in-path middlebox driver, [`crate::driver`]).
 
 use bytes::Bytes;
-use netsim::Datagram;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use netsim::{Datagram, Protocol};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// Bytes of an Ethernet II header.
 pub const ETHERNET_HEADER: usize = 14;
@@ -36,6 +39,12 @@ const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_VLAN: u16 = 0x8100;
 const ETHERTYPE_QINQ: u16 = 0x88a8;
 const PROTOCOL_UDP: u8 = 17;
+const PROTOCOL_ICMP: u8 = 1;
+const ICMP_ECHO_REPLY: u8 = 0;
+const ICMP_ECHO_REQUEST: u8 = 8;
+/// Bytes of an ICMP echo header (type, code, checksum, identifier,
+/// sequence number).
+const ICMP_ECHO_HEADER: usize = 8;
 
 /// A UDP datagram inside a frame, borrowed from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +67,36 @@ impl UdpPacket<'_> {
             dst: SocketAddr::V4(self.dst),
             ttl: self.ttl,
             payload: Bytes::copy_from_slice(self.payload),
+            protocol: Protocol::Udp,
+        }
+    }
+}
+
+/// An ICMP echo request or reply inside a frame, borrowed from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EchoPacket<'a> {
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address.
+    pub dst: Ipv4Addr,
+    /// The IP time-to-live as it arrived.
+    pub ttl: u8,
+    /// The echo message's kind, identifier and sequence number
+    /// ([`Protocol::EchoRequest`] or [`Protocol::EchoReply`]).
+    pub protocol: Protocol,
+    /// The echo data.
+    pub data: &'a [u8],
+}
+
+impl EchoPacket<'_> {
+    /// An owned [`netsim::Datagram`] (ports 0; copies the data).
+    pub fn to_datagram(&self) -> Datagram {
+        Datagram {
+            src: SocketAddr::new(IpAddr::V4(self.src), 0),
+            dst: SocketAddr::new(IpAddr::V4(self.dst), 0),
+            ttl: self.ttl,
+            payload: Bytes::copy_from_slice(self.data),
+            protocol: self.protocol,
         }
     }
 }
@@ -79,6 +118,8 @@ pub enum Other {
 pub enum Frame<'a> {
     /// A complete UDP datagram over IPv4.
     Udp(UdpPacket<'a>),
+    /// An ICMP echo request or reply over IPv4 (checksum verified).
+    Echo(EchoPacket<'a>),
     /// Something else, well formed as far as it was read.
     Other(Other),
 }
@@ -116,10 +157,10 @@ pub enum FrameError {
     /// A UDP length shorter than the UDP header.
     #[error("UDP length {0} shorter than the header")]
     BadUdpLength(usize),
-    /// Not an IPv4 address pair (for [`ipv4_udp_packet`]).
+    /// Not an IPv4 address pair (for [`ipv4_packet`]).
     #[error("not an IPv4 datagram")]
     NotIpv4,
-    /// A payload too large for one IPv4 packet (for [`ipv4_udp_packet`]).
+    /// A payload too large for one IPv4 packet (for [`ipv4_packet`]).
     #[error("a UDP payload of {0} bytes does not fit an IPv4 packet")]
     TooLarge(usize),
 }
@@ -187,12 +228,25 @@ pub fn parse_ipv4(packet: &[u8]) -> Result<Frame<'_>, FrameError> {
         return Ok(Frame::Other(Other::Fragment));
     }
     let protocol = packet[9];
-    if protocol != PROTOCOL_UDP {
-        return Ok(Frame::Other(Other::NotUdp(protocol)));
-    }
     let ttl = packet[8];
     let src_ip = Ipv4Addr::new(packet[12], packet[13], packet[14], packet[15]);
     let dst_ip = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
+    if protocol == PROTOCOL_ICMP {
+        let icmp = &packet[header..total];
+        return Ok(match parse_echo(icmp) {
+            Some((protocol, data)) => Frame::Echo(EchoPacket {
+                src: src_ip,
+                dst: dst_ip,
+                ttl,
+                protocol,
+                data,
+            }),
+            None => Frame::Other(Other::NotUdp(protocol)),
+        });
+    }
+    if protocol != PROTOCOL_UDP {
+        return Ok(Frame::Other(Other::NotUdp(protocol)));
+    }
     let udp = &packet[header..total];
     need("udp", udp, UDP_HEADER)?;
     let length = usize::from(be16(udp, 4));
@@ -206,6 +260,21 @@ pub fn parse_ipv4(packet: &[u8]) -> Result<Frame<'_>, FrameError> {
         ttl,
         payload: &udp[UDP_HEADER..length],
     }))
+}
+
+/// An ICMP message's echo kind and data, if it is an echo request or
+/// reply (code 0) with a correct checksum.
+fn parse_echo(icmp: &[u8]) -> Option<(Protocol, &[u8])> {
+    if icmp.len() < ICMP_ECHO_HEADER || icmp[1] != 0 || checksum(&[icmp]) != 0 {
+        return None;
+    }
+    let (id, seq) = (be16(icmp, 4), be16(icmp, 6));
+    let protocol = match icmp[0] {
+        ICMP_ECHO_REQUEST => Protocol::EchoRequest { id, seq },
+        ICMP_ECHO_REPLY => Protocol::EchoReply { id, seq },
+        _ => return None,
+    };
+    Some((protocol, &icmp[ICMP_ECHO_HEADER..]))
 }
 
 /// The Internet checksum (RFC 1071) of the concatenated `parts` (each of
@@ -227,19 +296,20 @@ fn checksum(parts: &[&[u8]]) -> u16 {
     !(sum as u16)
 }
 
-/// Writes the IPv4 + UDP packet of `datagram` into `out` (cleared first):
-/// a 20-byte header with don't-fragment set, ID 0 (the kernel picks one
-/// for a raw socket), the datagram's TTL, and valid IP and UDP checksums.
-pub fn write_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
+/// Writes the IPv4 packet of `datagram` into `out` (cleared first): a
+/// 20-byte header with don't-fragment set, ID 0 (the kernel picks one for
+/// a raw socket), the datagram's TTL, a valid IP checksum, and UDP with a
+/// valid checksum — or, for an echo datagram ([`Protocol`]), the ICMP
+/// echo message with its checksum.
+pub fn write_ipv4_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
     out.clear();
-    append_ipv4_udp_packet(datagram, out)
+    append_ipv4_packet(datagram, out)
 }
 
 /// Writes an Ethernet II frame carrying `datagram` into `out` (cleared
 /// first): destination and source MAC, EtherType IPv4, then the packet of
-/// [`write_ipv4_udp_packet`] (no padding: the NIC or veth pads short
-/// frames).
-pub fn write_udp_frame(
+/// [`write_ipv4_packet`] (no padding: the NIC or veth pads short frames).
+pub fn write_frame(
     dst_mac: [u8; 6],
     src_mac: [u8; 6],
     datagram: &Datagram,
@@ -249,7 +319,7 @@ pub fn write_udp_frame(
     out.extend_from_slice(&dst_mac);
     out.extend_from_slice(&src_mac);
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    append_ipv4_udp_packet(datagram, out).inspect_err(|_| out.clear())
+    append_ipv4_packet(datagram, out).inspect_err(|_| out.clear())
 }
 
 /// The destination address of an Ethernet frame carrying IPv4 (after at
@@ -273,8 +343,8 @@ pub fn ipv4_destination(frame: &[u8]) -> Option<Ipv4Addr> {
     Some(Ipv4Addr::from(dst))
 }
 
-/// Appends the packet of [`write_ipv4_udp_packet`] to `out`.
-fn append_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
+/// Appends the packet of [`write_ipv4_packet`] to `out`.
+fn append_ipv4_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), FrameError> {
     let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (datagram.src, datagram.dst) else {
         return Err(FrameError::NotIpv4);
     };
@@ -282,18 +352,37 @@ fn append_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), 
     if payload.len() > MAX_UDP_PAYLOAD {
         return Err(FrameError::TooLarge(payload.len()));
     }
+    // UDP's and ICMP echo's headers are both 8 bytes.
     let udp_len = (UDP_HEADER + payload.len()) as u16;
     let total = IPV4_HEADER as u16 + udp_len;
     let ip = out.len();
     let udp = ip + IPV4_HEADER;
+    let protocol = match datagram.protocol {
+        Protocol::Udp => PROTOCOL_UDP,
+        Protocol::EchoRequest { .. } | Protocol::EchoReply { .. } => PROTOCOL_ICMP,
+    };
     out.reserve(usize::from(total));
     out.extend_from_slice(&[0x45, 0]);
     out.extend_from_slice(&total.to_be_bytes());
-    out.extend_from_slice(&[0, 0, 0x40, 0, datagram.ttl, PROTOCOL_UDP, 0, 0]);
+    out.extend_from_slice(&[0, 0, 0x40, 0, datagram.ttl, protocol, 0, 0]);
     out.extend_from_slice(&src.ip().octets());
     out.extend_from_slice(&dst.ip().octets());
     let ip_checksum = checksum(&[&out[ip..udp]]);
     out[ip + 10..ip + 12].copy_from_slice(&ip_checksum.to_be_bytes());
+    let (kind, id, seq) = match datagram.protocol {
+        Protocol::Udp => (None, 0, 0),
+        Protocol::EchoRequest { id, seq } => (Some(ICMP_ECHO_REQUEST), id, seq),
+        Protocol::EchoReply { id, seq } => (Some(ICMP_ECHO_REPLY), id, seq),
+    };
+    if let Some(kind) = kind {
+        out.extend_from_slice(&[kind, 0, 0, 0]);
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(payload);
+        let sum = checksum(&[&out[udp..]]);
+        out[udp + 2..udp + 4].copy_from_slice(&sum.to_be_bytes());
+        return Ok(());
+    }
     out.extend_from_slice(&src.port().to_be_bytes());
     out.extend_from_slice(&dst.port().to_be_bytes());
     out.extend_from_slice(&udp_len.to_be_bytes());
@@ -313,10 +402,10 @@ fn append_ipv4_udp_packet(datagram: &Datagram, out: &mut Vec<u8>) -> Result<(), 
     Ok(())
 }
 
-/// The IPv4 + UDP packet of `datagram` (see [`write_ipv4_udp_packet`]).
-pub fn ipv4_udp_packet(datagram: &Datagram) -> Result<Vec<u8>, FrameError> {
+/// The IPv4 packet of `datagram` (see [`write_ipv4_packet`]).
+pub fn ipv4_packet(datagram: &Datagram) -> Result<Vec<u8>, FrameError> {
     let mut out = Vec::new();
-    write_ipv4_udp_packet(datagram, &mut out)?;
+    write_ipv4_packet(datagram, &mut out)?;
     Ok(out)
 }
 
@@ -331,6 +420,7 @@ mod tests {
             dst: dst.parse().unwrap(),
             ttl,
             payload: Bytes::copy_from_slice(payload),
+            protocol: Protocol::Udp,
         }
     }
 
@@ -344,7 +434,7 @@ mod tests {
     #[test]
     fn a_built_packet_parses_back_and_etherparse_agrees() {
         let d = datagram("10.0.1.10:4433", "10.0.2.10:5000", 63, b"hello, sidekick");
-        let packet = ipv4_udp_packet(&d).unwrap();
+        let packet = ipv4_packet(&d).unwrap();
         assert_eq!(packet.len(), 20 + 8 + 15);
         let Frame::Udp(udp) = parse_ipv4(&packet).unwrap() else {
             panic!("not UDP")
@@ -371,7 +461,7 @@ mod tests {
     #[test]
     fn tags_padding_and_options_are_handled() {
         let d = datagram("192.168.1.2:1", "192.168.1.3:2", 5, &[7; 3]);
-        let mut packet = ipv4_udp_packet(&d).unwrap();
+        let mut packet = ipv4_packet(&d).unwrap();
         // Ethernet pads short frames: the padding is not payload.
         let mut padded = packet.clone();
         padded.extend_from_slice(&[0; 20]);
@@ -404,7 +494,7 @@ mod tests {
         let arp = ethernet(0x0806, &[0; 28]);
         assert_eq!(parse_frame(&arp), Ok(Frame::Other(Other::NotIpv4(0x0806))));
         let d = datagram("10.0.0.1:1", "10.0.0.2:2", 64, &[1, 2, 3, 4]);
-        let packet = ipv4_udp_packet(&d).unwrap();
+        let packet = ipv4_packet(&d).unwrap();
         let with = |f: &dyn Fn(&mut Vec<u8>)| {
             let mut p = packet.clone();
             f(&mut p);
@@ -414,7 +504,7 @@ mod tests {
             p[10..12].copy_from_slice(&sum.to_be_bytes());
             parse_ipv4(&p).map(|f| match f {
                 Frame::Other(other) => Some(other),
-                Frame::Udp(_) => None,
+                Frame::Udp(_) | Frame::Echo(_) => None,
             })
         };
         assert_eq!(with(&|p| p[9] = 6), Ok(Some(Other::NotUdp(6))));
@@ -450,7 +540,41 @@ mod tests {
             Err(FrameError::Truncated { layer: "vlan", .. })
         ));
         let v6 = datagram("[::1]:1", "[::1]:2", 64, &[]);
-        assert_eq!(ipv4_udp_packet(&v6), Err(FrameError::NotIpv4));
+        assert_eq!(ipv4_packet(&v6), Err(FrameError::NotIpv4));
+    }
+
+    #[test]
+    fn echo_messages_round_trip_and_etherparse_agrees() {
+        let request = Datagram::echo_request(
+            "10.255.255.2".parse().unwrap(),
+            "10.0.2.10".parse().unwrap(),
+            0x1234,
+            7,
+            vec![0xab; 33],
+        );
+        for d in [request.clone(), request.echo_reply().unwrap()] {
+            let packet = ipv4_packet(&d).unwrap();
+            assert_eq!(packet.len(), 20 + 8 + 33);
+            let Frame::Echo(echo) = parse_ipv4(&packet).unwrap() else {
+                panic!("not an echo message")
+            };
+            assert_eq!(echo.to_datagram(), d);
+            let sliced = etherparse::SlicedPacket::from_ip(&packet).unwrap();
+            let Some(etherparse::TransportSlice::Icmpv4(icmp)) = &sliced.transport else {
+                panic!("not ICMP")
+            };
+            assert_eq!(
+                icmp.checksum(),
+                icmp.icmp_type().calc_checksum(icmp.payload())
+            );
+        }
+        // A wrong ICMP checksum, or another ICMP type: not an echo message.
+        let mut bad = ipv4_packet(&request).unwrap();
+        bad[30] ^= 1;
+        assert_eq!(parse_ipv4(&bad), Ok(Frame::Other(Other::NotUdp(1))));
+        let mut unreachable = ipv4_packet(&request).unwrap();
+        unreachable[20] = 3;
+        assert_eq!(parse_ipv4(&unreachable), Ok(Frame::Other(Other::NotUdp(1))));
     }
 
     #[test]
@@ -463,10 +587,10 @@ mod tests {
         );
         let (dst_mac, src_mac) = ([2, 0, 0, 0, 0, 9], [2, 0, 0, 0, 0, 8]);
         let mut frame = vec![1, 2, 3]; // cleared first
-        write_udp_frame(dst_mac, src_mac, &d, &mut frame).unwrap();
+        write_frame(dst_mac, src_mac, &d, &mut frame).unwrap();
         assert_eq!(&frame[..6], &dst_mac);
         assert_eq!(&frame[6..12], &src_mac);
-        assert_eq!(&frame[14..], &ipv4_udp_packet(&d).unwrap()[..]);
+        assert_eq!(&frame[14..], &ipv4_packet(&d).unwrap()[..]);
         let Frame::Udp(udp) = parse_frame(&frame).unwrap() else {
             panic!("not UDP")
         };
@@ -488,7 +612,7 @@ mod tests {
         let v6 = datagram("[::1]:1", "[::1]:2", 64, &[]);
         let mut out = vec![7];
         assert_eq!(
-            write_udp_frame(dst_mac, src_mac, &v6, &mut out),
+            write_frame(dst_mac, src_mac, &v6, &mut out),
             Err(FrameError::NotIpv4)
         );
         assert!(out.is_empty());
@@ -507,8 +631,9 @@ mod tests {
                 dst: SocketAddr::from((dst, dport)),
                 ttl,
                 payload: Bytes::from(payload),
+                protocol: Protocol::Udp,
             };
-            let packet = ipv4_udp_packet(&d).unwrap();
+            let packet = ipv4_packet(&d).unwrap();
             let frame = if tag {
                 let mut f = ethernet(ETHERTYPE_VLAN, &[0, 7]);
                 f.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
@@ -553,7 +678,7 @@ mod tests {
                 "10.0.0.2:2".parse().unwrap(),
                 payload,
             );
-            let mut frame = ethernet(ETHERTYPE_IPV4, &ipv4_udp_packet(&d).unwrap());
+            let mut frame = ethernet(ETHERTYPE_IPV4, &ipv4_packet(&d).unwrap());
             let n = frame.len();
             for (at, x) in flips {
                 frame[at % n] ^= x;

@@ -5,7 +5,7 @@
 //! forwarding is off on the driver's interfaces while it runs
 //! ([`ForwardingOff`]).
 
-use super::frame::{FrameError, ipv4_destination, write_udp_frame};
+use super::frame::{FrameError, ipv4_destination, write_frame};
 use super::middle::{DriverError, LinkAddrs, MiddleStats, Port, Routes};
 use netsim::{Route, Transmit};
 use std::fs::File;
@@ -31,6 +31,8 @@ pub(super) enum Hop {
 #[derive(Clone, Debug)]
 pub(super) struct RouteTable {
     to: Vec<(Ipv4Addr, usize)>,
+    /// (network as a number, mask, interface), longest prefix first.
+    nets: Vec<(u32, u32, usize)>,
     default: Option<usize>,
     local: Vec<Ipv4Addr>,
 }
@@ -44,6 +46,7 @@ impl RouteTable {
         let bad = to
             .iter()
             .map(|&(_, i)| i)
+            .chain(routes.nets.iter().map(|&(_, _, i)| i))
             .chain(routes.default)
             .find(|&i| i >= interfaces);
         if let Some(i) = bad {
@@ -51,22 +54,38 @@ impl RouteTable {
                 "a route names interface {i}, the node has {interfaces}"
             )));
         }
+        let mut nets: Vec<(u32, u32, usize)> = routes
+            .nets
+            .iter()
+            .map(|&(net, len, i)| {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(len.min(32)))
+                    .unwrap_or(0);
+                (u32::from(net) & mask, mask, i)
+            })
+            .collect();
+        nets.sort_by_key(|&(net, mask, _)| (std::cmp::Reverse(mask), net));
         Ok(RouteTable {
             to,
+            nets,
             default: routes.default,
             local: routes.local.clone(),
         })
     }
 
-    /// Where `ip` goes: the node's own addresses first, then the table,
-    /// then the default.
+    /// Where `ip` goes: the node's own addresses first, then the host
+    /// routes, the networks (longest prefix first), then the default.
     pub(super) fn lookup(&self, ip: Ipv4Addr) -> Hop {
         if self.local.contains(&ip) {
             return Hop::Local;
         }
-        match self.to.binary_search_by_key(&ip, |&(addr, _)| addr) {
-            Ok(at) => Hop::Out(self.to[at].1),
-            Err(_) => self.default.map_or(Hop::Unroutable, Hop::Out),
+        if let Ok(at) = self.to.binary_search_by_key(&ip, |&(addr, _)| addr) {
+            return Hop::Out(self.to[at].1);
+        }
+        let bits = u32::from(ip);
+        match self.nets.iter().find(|&&(net, mask, _)| bits & mask == net) {
+            Some(&(_, _, out)) => Hop::Out(out),
+            None => self.default.map_or(Hop::Unroutable, Hop::Out),
         }
     }
 
@@ -131,7 +150,7 @@ impl InPath {
         };
         let link = self.links[out];
         let mut frame = self.buffer();
-        match write_udp_frame(link.peer_mac, link.mac, &transmit.datagram, &mut frame) {
+        match write_frame(link.peer_mac, link.mac, &transmit.datagram, &mut frame) {
             Ok(()) => self.out[out].push(frame),
             Err(error) => {
                 match error {
@@ -261,6 +280,7 @@ mod tests {
         let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
         let routes = Routes {
             to: vec![(ip("10.0.1.10"), 1), (ip("10.0.2.10"), 0)],
+            nets: vec![(ip("10.9.0.0"), 16, 1), (ip("10.9.7.0"), 24, 0)],
             default: None,
             local: vec![ip("10.255.255.1")],
         };
@@ -269,6 +289,8 @@ mod tests {
         assert_eq!(table.lookup(ip("10.0.2.10")), Hop::Out(0));
         assert_eq!(table.lookup(ip("10.255.255.1")), Hop::Local);
         assert_eq!(table.lookup(ip("192.0.2.1")), Hop::Unroutable);
+        assert_eq!(table.lookup(ip("10.9.1.1")), Hop::Out(1));
+        assert_eq!(table.lookup(ip("10.9.7.1")), Hop::Out(0));
         let with_default = Routes {
             default: Some(1),
             ..routes.clone()

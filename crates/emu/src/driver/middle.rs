@@ -86,6 +86,9 @@ impl DriverInterface {
 pub struct Routes {
     /// Destination address → interface index.
     pub to: Vec<(Ipv4Addr, usize)>,
+    /// Networks (address, prefix length) → interface index, for what no
+    /// host route covers; the longest prefix wins.
+    pub nets: Vec<(Ipv4Addr, u8, usize)>,
     /// The interface for every other destination (`None`: dropped and
     /// counted as unroutable).
     pub default: Option<usize>,
@@ -164,6 +167,17 @@ pub struct MiddleStats {
     pub interface_errors: u64,
     /// Turns of the loop (wake-ups).
     pub turns: u64,
+    /// Wall-clock nanoseconds spent inside the engine (an input — a
+    /// datagram or a due timer — and the `poll_transmit` calls after it,
+    /// timed together): its own work, what PEMI's Figure 13 counts against
+    /// the packet I/O. `poll_timeout`, a field lookup, is not timed.
+    pub engine_ns: u64,
+    /// Timed stretches of the engine's work.
+    pub engine_calls: u64,
+    /// The driver thread's CPU time over [`MiddleDriver::run`], in
+    /// nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): the engine's work plus the
+    /// packet I/O.
+    pub cpu_ns: u64,
 }
 
 /// Why the driver cannot run.
@@ -249,6 +263,8 @@ struct Core<M> {
     stats: MiddleStats,
     null: bool,
     clock: RealClock,
+    /// What the engine returned from one call, before it is sent.
+    outbox: Vec<Transmit>,
 }
 
 /// A middlebox with its sockets open, ready to run.
@@ -319,6 +335,7 @@ impl<M: Middlebox> MiddleDriver<M> {
                 stats: MiddleStats::default(),
                 null: false,
                 clock,
+                outbox: Vec::new(),
             },
             ports,
             fds,
@@ -330,12 +347,16 @@ impl<M: Middlebox> MiddleDriver<M> {
     /// Runs until `stop` is set (or Ctrl-C, [`crate::sys::interrupt`]), then
     /// hands the engine back with the counters.
     pub fn run(mut self, stop: &AtomicBool) -> MiddleRun<M> {
+        let cpu_start = crate::sys::thread_cpu_time().ok();
         let mut error = None;
         while !stop.load(Ordering::Relaxed) && !crate::sys::interrupt::requested() {
             if let Err(e) = self.turn(MAX_SLEEP) {
                 error = Some(e);
                 break;
             }
+        }
+        if let (Some(start), Ok(end)) = (cpu_start, crate::sys::thread_cpu_time()) {
+            self.core.stats.cpu_ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
         }
         let (engine, stats) = self.into_parts();
         MiddleRun {
@@ -504,27 +525,20 @@ impl<M: Middlebox> MiddleDriver<M> {
 }
 
 impl<M: Middlebox> Core<M> {
-    /// Sends what is due, runs the engine's timer if it is due, and drains
-    /// what the engine has to send.
-    fn service(&mut self, now: Time) {
-        self.send_due(now);
-        if self.engine.poll_timeout().is_some_and(|at| at <= now) {
-            self.engine.handle_timeout(now);
-        }
-        self.drain(now);
-    }
-
-    /// The engine's next timer or the next held datagram.
-    fn next_wake(&mut self) -> Time {
-        let timer = self.engine.poll_timeout().unwrap_or(Time::MAX);
-        let held = self.held.peek().map_or(Time::MAX, |h| h.at);
-        timer.min(held)
-    }
-
-    /// Takes everything the engine has to send: now, or held until its
-    /// time.
-    fn drain(&mut self, now: Time) {
+    /// Runs `call` on the engine, then takes everything it has to send, in
+    /// one stretch of the engine's time ([`MiddleStats::engine_ns`]); then
+    /// sends it (now, or held until its time).
+    fn engine_then_send(&mut self, now: Time, call: impl FnOnce(&mut M)) {
+        let start = std::time::Instant::now();
+        call(&mut self.engine);
         while let Some(transmit) = self.engine.poll_transmit(now) {
+            self.outbox.push(transmit);
+        }
+        let spent = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats.engine_ns = self.stats.engine_ns.saturating_add(spent);
+        self.stats.engine_calls += 1;
+        let mut outbox = std::mem::take(&mut self.outbox);
+        for transmit in outbox.drain(..) {
             if transmit.at > now {
                 self.stats.held += 1;
                 self.held.push(Held {
@@ -537,6 +551,25 @@ impl<M: Middlebox> Core<M> {
                 self.send(transmit);
             }
         }
+        self.outbox = outbox;
+    }
+
+    /// Sends what is due, runs the engine's timer if it is due, and sends
+    /// what the engine has to send.
+    fn service(&mut self, now: Time) {
+        self.send_due(now);
+        self.engine_then_send(now, |engine| {
+            if engine.poll_timeout().is_some_and(|at| at <= now) {
+                engine.handle_timeout(now);
+            }
+        });
+    }
+
+    /// The engine's next timer or the next held datagram.
+    fn next_wake(&mut self) -> Time {
+        let timer = self.engine.poll_timeout().unwrap_or(Time::MAX);
+        let held = self.held.peek().map_or(Time::MAX, |h| h.at);
+        timer.min(held)
     }
 
     /// Sends the held datagrams whose time has come, in order.
@@ -569,7 +602,16 @@ impl<M: Middlebox> Core<M> {
         }
         match parse_frame(frame) {
             Ok(Frame::Udp(udp)) => self.on_udp(now, from, &udp),
-            Ok(Frame::Other(_)) => {
+            Ok(Frame::Echo(echo)) if self.for_this_node(echo.dst) => {
+                // An echo message to the node (the answer to an engine's
+                // ping): the engine's too; the kernel has its own copy.
+                self.stats.datagrams += 1;
+                let datagram = echo.to_datagram();
+                self.engine_then_send(now, |engine| {
+                    engine.handle_datagram(now, Interface(from as u16), datagram)
+                });
+            }
+            Ok(Frame::Echo(_) | Frame::Other(_)) => {
                 self.stats.other_frames += 1;
                 self.pass_through(from, frame);
             }
@@ -577,6 +619,15 @@ impl<M: Middlebox> Core<M> {
                 self.stats.malformed_frames += 1;
                 self.pass_through(from, frame);
             }
+        }
+    }
+
+    /// In path, not in null mode: whether `ip` is one of the node's own
+    /// addresses.
+    fn for_this_node(&self, ip: Ipv4Addr) -> bool {
+        match &self.place {
+            Place::InPath(in_path) => !self.null && in_path.routes.is_local(ip),
+            Place::Beside(_) => false,
         }
     }
 
@@ -610,9 +661,9 @@ impl<M: Middlebox> Core<M> {
         }
         let mut datagram = udp.to_datagram();
         datagram.ttl -= 1;
-        self.engine
-            .handle_datagram(now, Interface(from as u16), datagram);
-        self.drain(now);
+        self.engine_then_send(now, |engine| {
+            engine.handle_datagram(now, Interface(from as u16), datagram)
+        });
     }
 
     /// A datagram from a local socket: beside the path, the engine's.
@@ -622,8 +673,8 @@ impl<M: Middlebox> Core<M> {
         }
         self.stats.datagrams += 1;
         let now = self.clock.now();
-        self.engine.handle_datagram(now, self.local_iface, datagram);
-        self.drain(now);
+        let from = self.local_iface;
+        self.engine_then_send(now, |engine| engine.handle_datagram(now, from, datagram));
     }
 }
 

@@ -286,6 +286,7 @@ impl Testbed {
             .collect();
         Some(Routes {
             to,
+            nets: Vec::new(),
             default: None,
             local: node.addresses().collect(),
         })

@@ -9,6 +9,7 @@
 //! variant = "QUIC + Sidekick, 1% loss"
 //! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
 //! at_least = 3.0                   # and/or at_most
+//! # statistic = "max"              # bound the largest trial's value instead
 //! ```
 //!
 //! Over a swept variant's points (its *series*): `across = "min"`,
@@ -41,26 +42,46 @@ pub struct Check {
     /// Only evaluate in this mode (`simulator` or `real`; default both).
     #[serde(default)]
     pub mode: Option<crate::outcome::Mode>,
-    /// Read a statistic of a series' point medians instead of one
-    /// variant's median.
+    /// Which value of each variant is bounded (default: the median).
+    #[serde(default, skip_serializing_if = "Statistic::is_median")]
+    pub statistic: Statistic,
+    /// Read this statistic of a series' point medians instead of one
+    /// variant's value.
     #[serde(default)]
-    pub across: Option<Across>,
+    pub across: Option<Statistic>,
     /// Read the smallest swept value at which a series' median reaches
     /// this.
     #[serde(default)]
     pub crossing: Option<f64>,
 }
 
-/// A statistic over a series' points.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+/// Which value of a variant's trials a check bounds (`statistic`), or of
+/// a series' point medians (`across`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Across {
-    /// The smallest median.
-    Min,
-    /// The largest.
-    Max,
-    /// The median of the medians.
+pub enum Statistic {
+    /// The median.
+    #[default]
     Median,
+    /// The smallest value (of trials: a claim on every run with `at_least`).
+    Min,
+    /// The largest value (of trials: a claim on every run with `at_most`).
+    Max,
+}
+
+impl Statistic {
+    fn is_median(&self) -> bool {
+        *self == Statistic::Median
+    }
+
+    /// Its value in a spread.
+    pub fn of(self, spread: &crate::summary::Spread) -> f64 {
+        match self {
+            Statistic::Median => spread.median,
+            Statistic::Min => spread.min,
+            Statistic::Max => spread.max,
+        }
+    }
 }
 
 impl Check {
@@ -80,6 +101,12 @@ impl Check {
         if self.across.is_some() && self.crossing.is_some() {
             return Some(("crossing", "give `across` or `crossing`, not both".into()));
         }
+        if self.over_series() && self.statistic != Statistic::Median {
+            return Some((
+                "statistic",
+                "a check over a series reads its points' medians; use `across`".into(),
+            ));
+        }
         let names = if self.over_series() { series } else { variants };
         let known = |name: &str| names.contains(&name);
         let what = if self.over_series() {
@@ -98,18 +125,25 @@ impl Check {
         }
     }
 
-    /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …".
+    /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …",
+    /// "max ≤ 1.1".
     pub fn bound(&self) -> String {
         let of = self
             .ratio_to
             .as_ref()
             .map(|other| format!("× {other}"))
             .unwrap_or_default();
-        match (self.at_least, self.at_most) {
+        let which = match self.statistic {
+            Statistic::Median => "",
+            Statistic::Min => "min ",
+            Statistic::Max => "max ",
+        };
+        let bound = match (self.at_least, self.at_most) {
             (Some(low), Some(high)) => format!("{low}–{high}{of}"),
             (Some(low), None) => format!("≥ {low}{of}"),
             (None, Some(high)) => format!("≤ {high}{of}"),
             (None, None) => String::new(),
-        }
+        };
+        format!("{which}{bound}")
     }
 }

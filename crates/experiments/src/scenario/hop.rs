@@ -29,6 +29,8 @@ pub struct Hop {
     pub loss: LossModel,
     /// Which directions lose packets at random.
     pub loss_direction: LossDirection,
+    /// Delay jitter, both directions (`netsim::LinkConfig::jitter`).
+    pub jitter: Option<Duration>,
 }
 
 /// One direction's capacity.
@@ -126,6 +128,7 @@ impl Hop {
             buffer,
             loss,
             loss_direction: raw.loss_direction,
+            jitter: raw.jitter.map(|span| span.0).filter(|j| !j.is_zero()),
         })
     }
 
@@ -173,6 +176,10 @@ impl Hop {
                 Buffer::Red { limit, bandwidth } => {
                     link.with_red(RedConfig::new(limit, bandwidth).with_adaptive(true))
                 }
+            };
+            let link = match self.jitter {
+                Some(jitter) => link.with_jitter(jitter),
+                None => link,
             };
             if lossy {
                 link.with_loss(self.loss)

@@ -23,7 +23,7 @@ mod raw;
 mod sweep;
 mod validate;
 
-pub use check::{Across, Check};
+pub use check::{Check, Statistic};
 pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, Variant};
 pub use hop::{Buffer, Capacity, Hop};
@@ -95,6 +95,9 @@ pub enum Traffic {
     },
     /// Linux TCP (`transport = "tcp"`): one bulk transfer, real mode only.
     KernelTcp(TcpTransfer),
+    /// Independent QUIC stacks (`client.stack`, `server.stack`): one
+    /// flow, real mode only.
+    Peers(crate::peers::PeerTransfer),
 }
 
 /// One flow of our hosts: a client and a server and what they run.
@@ -144,6 +147,9 @@ impl Scenario {
             (Mode::Simulator, Traffic::KernelTcp(_)) => {
                 Some("TCP runs in real mode only (pepkit run --real)")
             }
+            (Mode::Simulator, Traffic::Peers(_)) => {
+                Some("independent QUIC stacks run in real mode only (pepkit run --real)")
+            }
             (Mode::Simulator, Traffic::Hosts { .. }) => system,
             (Mode::Real, _) if system.is_some() => system,
             (
@@ -189,7 +195,7 @@ impl Scenario {
     pub fn flows(&self) -> &[Flow] {
         match &self.traffic {
             Traffic::Hosts { flows, .. } => flows,
-            Traffic::KernelTcp(_) => &[],
+            Traffic::KernelTcp(_) | Traffic::Peers(_) => &[],
         }
     }
 
@@ -258,6 +264,7 @@ impl Traffic {
                 .iter()
                 .all(|flow| flow.client.is_ipv4() && flow.server.is_ipv4()),
             Traffic::KernelTcp(tcp) => tcp.client.is_ipv4() && tcp.server.is_ipv4(),
+            Traffic::Peers(peers) => peers.client.is_ipv4() && peers.server.is_ipv4(),
         }
     }
 }

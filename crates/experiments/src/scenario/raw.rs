@@ -102,6 +102,9 @@ pub(crate) struct RawEndpoint {
     pub ack_frequency: Option<AckFrequencySpec>,
     #[serde(default)]
     pub min_ack_delay: Option<Span>,
+    /// An independent QUIC stack for this end (real mode only).
+    #[serde(default)]
+    pub stack: Option<crate::peers::Stack>,
 }
 
 /// An endpoint's `ack_frequency = { threshold = 50, max_delay = "50ms" }`.
@@ -134,6 +137,8 @@ pub(crate) struct RawHop {
     pub loss_direction: LossDirection,
     #[serde(default)]
     pub buffer: RawBuffer,
+    #[serde(default)]
+    pub jitter: Option<Span>,
 }
 
 /// The directions of a hop that random loss applies to.

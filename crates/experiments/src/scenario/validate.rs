@@ -5,6 +5,7 @@ use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport}
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
 use crate::outcome::{Window, slug};
+use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Topology};
 use crate::workloads::Amount;
 use crate::workloads::{Side, TcpTransfer, Traits, Workload};
@@ -73,7 +74,20 @@ impl RawScenario {
         if self.client.addr == self.server.addr {
             return fail("server.addr", "must differ from client.addr");
         }
+        let stacks = (
+            self.client.stack.unwrap_or_default(),
+            self.server.stack.unwrap_or_default(),
+        );
         let traffic = match self.transport {
+            Transport::Quic if stacks != (Stack::Noq, Stack::Noq) => {
+                Traffic::Peers(self.peer_transfer(stacks)?)
+            }
+            Transport::Tcp if stacks != (Stack::Noq, Stack::Noq) => {
+                return fail(
+                    "client.stack",
+                    "QUIC stacks carry QUIC, not transport = \"tcp\"",
+                );
+            }
             Transport::Tcp => Traffic::KernelTcp(self.tcp_transfer(traits)?),
             Transport::Quic if self.flows.is_empty() => Traffic::Hosts {
                 topology: Topology::Chain,
@@ -236,6 +250,26 @@ impl RawScenario {
             return fail(&format!("hops.{name}"), "is not on the path");
         }
         Ok(path)
+    }
+
+    /// One flow between independent QUIC stacks.
+    fn peer_transfer(&self, (client, server): (Stack, Stack)) -> Result<PeerTransfer, Problem> {
+        if !self.flows.is_empty() {
+            return fail("flows", "competing flows run our own endpoints only");
+        }
+        for (who, end) in [("client", &self.client), ("server", &self.server)] {
+            if end.controller.is_some() || end.ack_frequency.is_some() {
+                return fail(
+                    &format!("{who}.stack"),
+                    "an independent stack runs with its own settings (CUBIC, its own ACKs):                      no `controller` or `ack_frequency`",
+                );
+            }
+        }
+        PeerTransfer::new(
+            (endpoint_addr(&self.client, CLIENT_PORT), client),
+            (endpoint_addr(&self.server, SERVER_PORT), server),
+            &self.workload,
+        )
     }
 
     /// One Linux TCP bulk transfer.

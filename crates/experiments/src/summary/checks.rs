@@ -2,7 +2,7 @@
 //! median, or on a ratio of medians, and whether it held.
 
 use super::Summary;
-use crate::scenario::{Across, Check};
+use crate::scenario::{Check, Statistic};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -34,7 +34,7 @@ impl CheckResult {
                 .iter()
                 .find(|v| v.name == name)
                 .and_then(|v| v.metrics.get(&check.metric))
-                .map(|spread| spread.median)
+                .map(|spread| check.statistic.of(spread))
         };
         let value = match (&check.ratio_to, median(&check.variant)) {
             (None, value) => value,
@@ -88,9 +88,9 @@ fn over_series(check: &Check, summary: &Summary, name: &str) -> Option<f64> {
     let mut medians: Vec<f64> = points.iter().map(|(_, m)| *m).collect();
     medians.sort_by(f64::total_cmp);
     match check.across? {
-        Across::Min => medians.first().copied(),
-        Across::Max => medians.last().copied(),
-        Across::Median => Some(super::quantile(&medians, 0.5)),
+        Statistic::Min => medians.first().copied(),
+        Statistic::Max => medians.last().copied(),
+        Statistic::Median => Some(super::quantile(&medians, 0.5)),
     }
 }
 

@@ -9,19 +9,21 @@
 //! feeds their controllers, and the metrics it reads back. Adding one is a
 //! module, a variant and an arm.
 
+mod pemi;
 mod pep;
 mod router;
 mod sidekick;
 mod split;
 mod tecc;
 
+pub use pemi::{PEMI_PROBE, PemiSettings};
 pub use sidekick::{SIDEKICK_PROXY, Sidekick, SidekickInterval, Strawman};
 pub use split::Split;
 pub use tecc::{TUNNEL_SERVER, Tecc, TunnelCc, TunnelMode};
 
 use crate::outcome::{FlowNames, Mode, TrialResult};
 use crate::workloads::{TcpTransfer, Traits};
-use netsim::{Host, Middlebox, Seed};
+use netsim::{FateRecord, Host, Middlebox, Seed};
 use quic::{ConnRecord, QuicConfig};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
@@ -44,6 +46,9 @@ pub enum Middle {
     /// The Sidekick proxy; the clients it serves run the sidekick sender
     /// engine.
     Sidekick(Sidekick),
+    /// PEMI, transparent and in the path: loss inference from reply
+    /// timing, one-shot retransmission, rate enforcement.
+    Pemi(PemiSettings),
     /// A TECC (MASQUE) tunnel server; the clients it serves run the tunnel
     /// client beside them.
     Tecc(Tecc),
@@ -61,6 +66,7 @@ impl Middle {
             Middle::Split(split) => split,
             Middle::Pep => &pep::Pep,
             Middle::Sidekick(sidekick) => sidekick,
+            Middle::Pemi(pemi) => pemi,
             Middle::Tecc(tecc) => tecc,
         }
     }
@@ -172,6 +178,22 @@ pub(crate) enum Placement {
     Beside,
 }
 
+/// The simulator's ground truth around the system's node on a chain: the
+/// fate of every datagram on the hop to the client's side and on the hop
+/// to the server's side, each way.
+pub(crate) struct NodeTruth<'a> {
+    /// From the node towards the client.
+    pub to_client: &'a [FateRecord],
+    /// From the client's side towards the node.
+    pub from_client: &'a [FateRecord],
+    /// From the node towards the server.
+    pub to_server: &'a [FateRecord],
+    /// From the server's side towards the node.
+    pub from_server: &'a [FateRecord],
+    /// The path's end-to-end propagation RTT.
+    pub e2e_rtt: std::time::Duration,
+}
+
 /// Something that runs on a middle node's own kernel in real mode.
 pub(crate) trait Service: Send {
     /// Runs in the node's network namespace (the calling thread's) until
@@ -226,6 +248,22 @@ pub(crate) trait System {
 
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
+
+    /// Whether it measures itself against the simulator's ground truth
+    /// ([`NodeTruth`]; chains only).
+    fn wants_truth(&self) -> bool {
+        false
+    }
+
+    /// Records what it can measure against the ground truth, once per
+    /// simulated chain trial.
+    fn collect_truth(
+        &self,
+        _engine: Option<&dyn Middlebox>,
+        _truth: &NodeTruth<'_>,
+        _result: &mut TrialResult,
+    ) {
+    }
 
     /// Derives metrics (and time-series columns) of its own from
     /// everything the trial recorded, its engine's and the workload's,

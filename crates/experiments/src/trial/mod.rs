@@ -248,7 +248,7 @@ pub(crate) fn collect(
     }
     let topology = match &scenario.traffic {
         Traffic::Hosts { topology, .. } => *topology,
-        Traffic::KernelTcp(_) => Topology::Chain,
+        Traffic::KernelTcp(_) | Traffic::Peers(_) => Topology::Chain,
     };
     match topology {
         Topology::Chain => result.completed = outcomes.iter().all(|o| o.completed),

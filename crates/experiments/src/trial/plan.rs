@@ -5,7 +5,7 @@
 
 use super::{FlowMeta, Prepared};
 use crate::outcome::FlowNames;
-use crate::scenario::{Flow, Scenario};
+use crate::scenario::{Capacity, Flow, Scenario};
 use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
 use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
@@ -55,10 +55,21 @@ const NOQ_WINDOWS: (u64, u64) = (1_250_000, 10_000_000);
 /// (the BDP of its bottleneck plus the bottleneck's buffer), so that
 /// neither window limits a flow. `None` keeps noq-proto's defaults, which
 /// are enough for paths of smaller BDP unless their buffers hold over a
-/// megabyte (give `transport_window` then).
+/// megabyte (give `transport_window` then). A path with a trace keeps the
+/// defaults too: its rate is not one number, and a window sized from its
+/// fixed-rate hops would let a lossy trace hop open more gaps in a stream
+/// than noq-proto's receiver keeps (1024; it then aborts the connection).
 fn transport_window(scenario: &Scenario) -> Option<u64> {
     if let Some(bytes) = scenario.transport_window {
         return Some(bytes);
+    }
+    let traced = |capacity: &Capacity| matches!(capacity, Capacity::Trace { .. });
+    if scenario
+        .path
+        .iter()
+        .any(|hop| traced(&hop.forward) || traced(&hop.reverse))
+    {
+        return None;
     }
     let bottleneck = scenario.bottleneck()?;
     let rate = bottleneck.rate()?.bits_per_sec();
@@ -223,6 +234,7 @@ pub(crate) fn with_setup<T>(
     let (topology, tcp) = match &scenario.traffic {
         crate::scenario::Traffic::Hosts { topology, .. } => (*topology, None),
         crate::scenario::Traffic::KernelTcp(tcp) => (Topology::Chain, Some(tcp)),
+        crate::scenario::Traffic::Peers(_) => (Topology::Chain, None),
     };
     let flows: Vec<&Flow> = scenario.flows().iter().filter(|flow| flow.served).collect();
     let served: Vec<ServedFlow<'_>> = flows

@@ -13,6 +13,7 @@
 use super::plan::{self, FlowHosts};
 use super::{Engines, FlowMeta, Prepared, collect};
 use crate::outcome::{LinkReport, TrialResult};
+use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
 use crate::systems::{OnTestbed, Placement, Service};
 use crate::workloads::TcpTransfer;
@@ -64,6 +65,7 @@ pub fn testbed_spec(prepared: &Prepared, trial: u32) -> Result<TestbedSpec, Stri
             _ => return Err("real mode runs one flow (a chain)".into()),
         },
         Traffic::KernelTcp(tcp) => (tcp.client, tcp.server),
+        Traffic::Peers(peers) => (peers.client, peers.server),
     };
     let v4 = |addr: SocketAddr| ipv4(addr.ip()).ok_or("real mode is IPv4 only".to_string());
     let extra = match scenario.middle.system().address() {
@@ -123,6 +125,15 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::KernelTcp(tcp) => {
             let mut result = run_tcp(tcp, &testbed, (variant, trial, seed), limit)?;
             middle.stop(&mut result);
+            result
+        }
+        Traffic::Peers(peers) => {
+            let mut result = run_peers(peers, &testbed, (variant, trial, seed), limit)?;
+            let engine = middle.stop(&mut result);
+            scenario
+                .middle
+                .system()
+                .collect(engine.as_deref(), &mut result);
             result
         }
     };
@@ -189,11 +200,22 @@ impl Middle {
     }
 }
 
-/// The driver's counters that say whether it kept up.
+/// The driver's counters that say whether it kept up, and how its thread's
+/// CPU time divides between the engine and the packet I/O (PEMI's Figure
+/// 13: the engine's time over the rest).
 fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
     result.set("middle_frames", stats.frames as f64);
     result.set("middle_kernel_drops", stats.kernel_drops as f64);
     result.set("middle_send_errors", stats.send_errors as f64);
+    if stats.cpu_ns > 0 {
+        let io = stats.cpu_ns.saturating_sub(stats.engine_ns);
+        result.set("middle_cpu_ms", stats.cpu_ns as f64 / 1e6);
+        result.set("middle_engine_ms", stats.engine_ns as f64 / 1e6);
+        result.set("middle_engine_calls", stats.engine_calls as f64);
+        if io > 0 {
+            result.set("middle_engine_share", stats.engine_ns as f64 / io as f64);
+        }
+    }
 }
 
 /// Starts what runs on middle node `at` and waits until it serves.
@@ -424,6 +446,63 @@ fn run_tcp(
                     .insert("completion_s".into(), completion.as_secs_f64());
             }
         }
+        Err(error) => result.errors.push(format!("client: {error}")),
+    }
+    Ok(result)
+}
+
+/// Independent QUIC stacks through `peers/run`: the server in the server's
+/// namespace, then the client in the client's, which reports the workload
+/// on its standard output.
+fn run_peers(
+    peers: &PeerTransfer,
+    testbed: &Testbed,
+    (variant, trial, seed): (&str, u32, netsim::Seed),
+    limit: Duration,
+) -> Result<TrialResult, String> {
+    let run = crate::peers::peers_run()
+        .ok_or("peers/run not found (run from the repository, or set PEPKIT_PEERS_RUN)")?;
+    let run = run.to_string_lossy().into_owned();
+    let listen = peers.server.to_string();
+    let server = emu::Process::spawn(
+        "server",
+        Some(&testbed.server().netns),
+        limit + Duration::from_secs(10),
+        &run,
+        &[peers.server_stack.name(), "server", "--listen", &listen],
+    )
+    .map_err(|e| format!("server: {e}"))?;
+    // The peers print "ready" within a second or so (aioquic is the
+    // slowest); their clients retry the handshake anyway.
+    std::thread::sleep(Duration::from_millis(1500));
+    let clock = testbed.clock();
+    let mut args = vec![peers.client_stack.name().to_string(), "client".to_string()];
+    args.extend(peers.client_args(limit));
+    let client = emu::Process::spawn(
+        "client",
+        Some(&testbed.client().netns),
+        limit + Duration::from_secs(10),
+        &run,
+        &args,
+    )
+    .map_err(|e| format!("client: {e}"))?
+    .wait(limit + Duration::from_secs(10));
+    let server = server.stop();
+    let mut result = TrialResult::new(variant, trial, seed, "finished", clock.now(), 0);
+    if !client.success() {
+        result.stop = "error".into();
+        result
+            .errors
+            .push(format!("client: {}", client.stderr.trim()));
+        if !server.stderr.trim().is_empty() {
+            result
+                .errors
+                .push(format!("server: {}", server.stderr.trim()));
+        }
+        return Ok(result);
+    }
+    match peers.collect(&client.stdout, &mut result) {
+        Ok(completed) => result.completed = completed,
         Err(error) => result.errors.push(format!("client: {error}")),
     }
     Ok(result)

@@ -17,7 +17,7 @@ use super::plan::{self, FlowHosts};
 use super::{Engines, FlowMeta, Prepared, collect};
 use crate::outcome::{LinkReport, TrialResult};
 use crate::scenario::{Scenario, Traffic};
-use crate::systems::Topology;
+use crate::systems::{NodeTruth, Topology};
 use netsim::{
     ChainSpec, DumbbellSpec, FlowPair, HopConfig, HopLinks, Host, HostSpec, LinkConfig, MiddleSpec,
     Middlebox, NodeId, Rate, Simulator, StopReason, Time,
@@ -77,8 +77,11 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
     let seed = scenario.trial_seed(trial);
     let topology = match &scenario.traffic {
         Traffic::Hosts { topology, .. } => *topology,
-        Traffic::KernelTcp(_) => {
-            let why = "TCP runs in real mode only (pepkit run --real)".to_string();
+        Traffic::KernelTcp(_) | Traffic::Peers(_) => {
+            let why = scenario
+                .unsupported_in(crate::outcome::Mode::Simulator)
+                .unwrap_or("real mode only")
+                .to_string();
             return TrialResult::failed(variant, trial, seed, why);
         }
     };
@@ -100,6 +103,26 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         Topology::Chain => chain(&mut sim, scenario, prepared.hops(), flows, middle),
         Topology::Dumbbell => dumbbell(&mut sim, scenario, prepared.hops(), flows, middle),
     };
+    // The hops on either side of the system's node, if it measures itself
+    // against the truth.
+    let around = match topology {
+        Topology::Chain if system.wants_truth() => built
+            .hops
+            .get(scenario.middle_at)
+            .zip(built.hops.get(scenario.middle_at + 1))
+            .map(|((_, client), (_, server))| (*client, *server)),
+        _ => None,
+    };
+    if let Some((client, server)) = around {
+        for link in [
+            client.forward,
+            client.reverse,
+            server.forward,
+            server.reverse,
+        ] {
+            sim.record_fates(link);
+        }
+    }
     let outcome = sim.run_until(Time::ZERO + scenario.time_limit);
     let stop = match outcome.reason {
         StopReason::AllFinished => "finished",
@@ -120,6 +143,21 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         built: &built,
     };
     collect(scenario, &metas, &engines, &mut result);
+    if let Some((client, server)) = around {
+        let e2e_rtt = prepared
+            .hops()
+            .iter()
+            .map(|hop| hop.forward.delay + hop.reverse.delay)
+            .sum();
+        let truth = NodeTruth {
+            to_client: sim.fates(client.reverse),
+            from_client: sim.fates(client.forward),
+            to_server: sim.fates(server.forward),
+            from_server: sim.fates(server.reverse),
+            e2e_rtt,
+        };
+        system.collect_truth(engines.middle(), &truth, &mut result);
+    }
     result
 }
 

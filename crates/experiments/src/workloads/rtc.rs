@@ -71,7 +71,7 @@ impl TryFrom<RawRtc> for Rtc {
 }
 
 impl Rtc {
-    fn source(&self) -> RtcConfig {
+    pub(crate) fn source(&self) -> RtcConfig {
         RtcConfig {
             fps: self.fps,
             frame_bytes: (self.bitrate.0.bits_per_sec() / 8 / self.fps) as usize,

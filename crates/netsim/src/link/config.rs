@@ -69,6 +69,14 @@ pub struct LinkConfig {
     pub loss: LossModel,
     /// Queue occupancy recording; `None` records nothing.
     pub sampling: Option<QueueSampling>,
+    /// Delay jitter: each packet's propagation delay gets an extra delay
+    /// drawn uniformly from `[0, jitter]` (integer nanoseconds, the
+    /// link's own generator), never overtaking the packet before it
+    /// (FIFO, like netem's jitter with a rate): packets closer together
+    /// than the jitter wait for the latest of their predecessors, so their
+    /// mean extra delay exceeds half the jitter. `None` (the default)
+    /// draws nothing.
+    pub jitter: Option<Duration>,
 }
 
 impl LinkConfig {
@@ -81,6 +89,7 @@ impl LinkConfig {
             queue: QueueConfig::default(),
             loss: LossModel::None,
             sampling: None,
+            jitter: None,
         }
     }
 
@@ -92,6 +101,13 @@ impl LinkConfig {
     /// A trace-driven link.
     pub fn trace(delay: Duration, trace: Arc<CapacityTrace>) -> LinkConfig {
         LinkConfig::new(delay, Capacity::Trace(trace))
+    }
+
+    /// The same link with delay jitter up to `jitter` (see
+    /// [`LinkConfig::jitter`]).
+    pub fn with_jitter(mut self, jitter: Duration) -> LinkConfig {
+        self.jitter = (!jitter.is_zero()).then_some(jitter);
+        self
     }
 
     /// A pure delay line: unlimited capacity.

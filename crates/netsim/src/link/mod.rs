@@ -30,7 +30,9 @@ use crate::loss::LossState;
 use crate::red::{Red, RedParams, RedStatus, RedVerdict};
 use crate::{Seed, SimRng, Time};
 use queue::Backlog;
+use rand_chacha::rand_core::RngCore;
 use server::Server;
+use std::time::Duration;
 
 /// What happens to a packet offered to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,6 +57,9 @@ pub struct Link {
     loss: LossState,
     loss_rng: SimRng,
     red_rng: SimRng,
+    jitter_rng: SimRng,
+    /// The latest arrival scheduled (jitter keeps arrivals in order).
+    last_arrival: Time,
     stats: LinkStats,
     samples: Vec<QueueSample>,
     last_sample: Option<Time>,
@@ -89,6 +94,8 @@ impl Link {
             loss: LossState::new(config.loss),
             loss_rng: seed.rng("loss"),
             red_rng: seed.rng("red"),
+            jitter_rng: seed.rng("jitter"),
+            last_arrival: Time::ZERO,
             stats: LinkStats::default(),
             samples: Vec::new(),
             last_sample: None,
@@ -144,9 +151,14 @@ impl Link {
         if departure > now {
             self.backlog.push(departure, len);
         }
-        Fate::Deliver {
-            at: departure + self.config.delay,
+        let mut at = departure + self.config.delay;
+        if let Some(jitter) = self.config.jitter {
+            let span = u64::try_from(jitter.as_nanos()).unwrap_or(u64::MAX);
+            let extra = self.jitter_rng.next_u64() % span.saturating_add(1);
+            at = (at + Duration::from_nanos(extra)).max(self.last_arrival);
+            self.last_arrival = at;
         }
+        Fate::Deliver { at }
     }
 
     fn sample(&mut self, now: Time, backlog: u64) {

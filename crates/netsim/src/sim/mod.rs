@@ -10,8 +10,8 @@ use crate::capture::{Capture, CapturePoint};
 use crate::event_queue::EventQueue;
 use crate::topology::{HopLinks, HostSpec, MiddleSpec, RoutingTable, TopologyError};
 use crate::{
-    Datagram, Host, Interface, Link, LinkConfig, LinkId, LinkStats, Middlebox, NodeId, Seed, Time,
-    Transmit,
+    Datagram, Fate, Host, Interface, Link, LinkConfig, LinkId, LinkStats, Middlebox, NodeId, Seed,
+    Time, Transmit,
 };
 use node::{HostSlot, Iface, LinkSlot, MiddleSlot, Node, Role, Timer};
 use run::Event;
@@ -22,6 +22,18 @@ use std::net::IpAddr;
 /// A handle to a packet capture attached to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CaptureId(usize);
+
+/// What happened to one datagram offered to a recorded link
+/// ([`Simulator::record_fates`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FateRecord {
+    /// When it was offered (entered the link).
+    pub offered: Time,
+    /// Its [`Datagram::fingerprint`].
+    pub fingerprint: u64,
+    /// Whether the link carries it over, and when it arrives.
+    pub fate: Fate,
+}
 
 /// Simulator-wide counters (the links count their own drops).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -37,6 +49,8 @@ pub struct SimStats {
     pub not_for_node: u64,
     /// Datagrams that reached a host before its start time.
     pub before_start: u64,
+    /// ICMP echo requests hosts answered.
+    pub echo_replies: u64,
 }
 
 /// A deterministic discrete-event network simulator.
@@ -181,6 +195,7 @@ impl Simulator {
             to,
             to_iface,
             captures: Vec::new(),
+            fates: None,
         });
         id
     }
@@ -264,6 +279,23 @@ impl Simulator {
         self.captures.push(Some(Capture::new()));
         self.link_slot_mut(link).captures.push((id, point));
         CaptureId(id)
+    }
+
+    /// Records the fate of every datagram offered to `link` from now on
+    /// ([`Simulator::fates`]): the ground truth that a middlebox's
+    /// inferences are measured against (which packets a link really
+    /// dropped, when each arrived). Costs nothing on links not recorded.
+    pub fn record_fates(&mut self, link: LinkId) {
+        let slot = self.link_slot_mut(link);
+        if slot.fates.is_none() {
+            slot.fates = Some(Vec::new());
+        }
+    }
+
+    /// The fates recorded on `link`, in the order the datagrams were
+    /// offered (empty if it is not recorded).
+    pub fn fates(&self, link: LinkId) -> &[FateRecord] {
+        self.link_slot(link).fates.as_deref().unwrap_or(&[])
     }
 
     /// The pcap file of a capture (once; later calls return `None`). Take

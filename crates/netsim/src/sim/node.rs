@@ -62,4 +62,6 @@ pub(crate) struct LinkSlot {
     pub(crate) to_iface: Interface,
     /// Captures attached to this link (indices into the simulator's list).
     pub(crate) captures: Vec<(usize, CapturePoint)>,
+    /// The fate of every datagram offered, when recorded.
+    pub(crate) fates: Option<Vec<super::FateRecord>>,
 }

@@ -137,6 +137,17 @@ impl Simulator {
                     self.stats.not_for_node += 1;
                     return;
                 }
+                // ICMP is the host's kernel's: it answers an echo request
+                // at once (started or not) and has no use for a reply.
+                if !datagram.is_udp() {
+                    if let Some(reply) = datagram.echo_reply() {
+                        self.stats.echo_replies += 1;
+                        self.send(to, reply, Route::ByDestination);
+                    } else {
+                        self.stats.not_for_node += 1;
+                    }
+                    return;
+                }
                 if !h.started {
                     self.stats.before_start += 1;
                     return;
@@ -248,7 +259,15 @@ impl Simulator {
                 c.record(now, &datagram, slot.from.index(), slot.to.index());
             }
         }
-        if let Fate::Deliver { at } = slot.link.offer(now, datagram.wire_len()) {
+        let fate = slot.link.offer(now, datagram.wire_len());
+        if let Some(fates) = &mut slot.fates {
+            fates.push(super::FateRecord {
+                offered: now,
+                fingerprint: datagram.fingerprint(),
+                fate,
+            });
+        }
+        if let Fate::Deliver { at } = fate {
             self.queue.push(
                 at,
                 Event::Arrive {

@@ -6,7 +6,7 @@
 use super::{
     CONTROL_PORT, CapacityConfig, FLOW_PORT, GEN_IP, GEN_MAC, PROXY_CONTROL, PROXY_MAC, SINK, TICK,
 };
-use crate::driver::frame::write_ipv4_udp_packet;
+use crate::driver::frame::write_ipv4_packet;
 use crate::sys::PacketSocket;
 use netsim::Datagram;
 use sidekick::wire::{Config, Control, Discovery, Interval};
@@ -155,7 +155,7 @@ fn frame_templates(config: &CapacityConfig, payload: &[u8]) -> Vec<Vec<u8>> {
             let src = SocketAddr::V4(SocketAddrV4::new(GEN_IP, FLOW_PORT + i as u16));
             let datagram = Datagram::new(src, SocketAddr::V4(SINK), payload.to_vec());
             let mut packet = Vec::new();
-            write_ipv4_udp_packet(&datagram, &mut packet).expect("an IPv4 datagram");
+            write_ipv4_packet(&datagram, &mut packet).expect("an IPv4 datagram");
             // No UDP checksum (allowed over IPv4): identifiers change per packet.
             packet[26..28].copy_from_slice(&[0, 0]);
             let mut frame = Vec::with_capacity(14 + packet.len());

@@ -1,0 +1,287 @@
+//! Loss inference in a finished flowlet (§4.3.1).
+//!
+//! Three cases: as many replies as packets or more — nothing lost; no
+//! reply — everything lost; some — the packets the matching left without
+//! a reply, except (1) runs shorter than the eliciting threshold that a
+//! matched reply follows (the receiver acknowledges every second packet:
+//! Figure 7's two-pointer scan), (2) packets within `close_interval` of a
+//! replied one (one reply may acknowledge a whole batch). The matched
+//! pairs give RTT samples (§4.4.2).
+//!
+//! PEMI's own retransmissions stay in the flowlet (the receiver answers
+//! the copy of a packet it lost), but an unanswered copy is neutral: the
+//! copy of a packet that had arrived is a duplicate nobody answers, and
+//! counting it as unreplied would make its neighbours look lost.
+//!
+//! One addition, `tail_replied` (docs/pemi.md): a run at the *end* of the
+//! flowlet, shorter than the threshold, is followed by no matched reply
+//! of its own flowlet — its ACK waits for the receiver's timer or for the
+//! next packets — so it is forgiven when the receiver sent anything within
+//! `max_ack_delay` of when its reply was due.
+
+use crate::matching::{Estimate, Matching, Scratch, match_flowlet};
+use netsim::Time;
+use std::time::Duration;
+
+/// What inference needs besides the flowlet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Context {
+    /// The smoothed RTT to the receiver.
+    pub(crate) srtt: Duration,
+    /// The estimated eliciting threshold (1 or 2).
+    pub(crate) threshold: usize,
+    /// §4.3.1's close interval.
+    pub(crate) close_interval: Duration,
+    /// The fresh-RTT width ratio, in percent.
+    pub(crate) width_ratio_percent: u64,
+    /// Whether the receiver sent something when the flowlet's trailing
+    /// packets would have been acknowledged by its timer.
+    pub(crate) tail_replied: bool,
+}
+
+/// The inference on one flowlet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    /// Indices of the packets inferred lost.
+    pub(crate) lost: Vec<usize>,
+    /// RTT samples from matched pairs.
+    pub(crate) samples: Vec<Duration>,
+    /// Replies that were matched.
+    pub(crate) matched: usize,
+    /// The flowlet could not be matched (more replies than packets, or
+    /// replies before the packets they could answer).
+    pub(crate) unmatched: bool,
+}
+
+/// Infers the losses of a flowlet whose packets were sent at `sent`
+/// (`copies[i]`: PEMI's own retransmission) and which was assigned
+/// replies arriving at `replies`.
+pub(crate) fn infer(
+    sent: &[Time],
+    copies: &[bool],
+    replies: &[Time],
+    context: &Context,
+    scratch: &mut Scratch,
+) -> Verdict {
+    let n = sent.len();
+    let mut verdict = Verdict::default();
+    let estimate = Estimate {
+        srtt: context.srtt,
+        ratio_percent: context.width_ratio_percent,
+        threshold: context.threshold,
+    };
+    let matching = match_flowlet(sent, replies, estimate, scratch);
+    let reply_of = match matching {
+        Matching::NoReplies => {
+            if !(n < context.threshold && context.tail_replied) {
+                verdict.lost = (0..n).filter(|&i| !copies[i]).collect();
+            }
+            return verdict;
+        }
+        Matching::OneToOne => {
+            verdict.matched = n;
+            verdict.samples = sent
+                .iter()
+                .zip(replies)
+                .filter(|(s, r)| r >= s)
+                .map(|(&s, &r)| r - s)
+                .collect();
+            return verdict;
+        }
+        Matching::Abandoned | Matching::Infeasible => {
+            verdict.unmatched = true;
+            return verdict;
+        }
+        Matching::Partial { reply_of, .. } => reply_of,
+    };
+    let mut replied: Vec<bool> = reply_of.iter().map(Option::is_some).collect();
+    for (i, reply) in reply_of.iter().enumerate() {
+        if let Some(j) = *reply {
+            verdict.matched += 1;
+            verdict.samples.push(replies[usize::from(j)] - sent[i]);
+        }
+    }
+    // Unanswered copies are neutral: taken out before the scan.
+    let keep: Vec<usize> = (0..n).filter(|&i| replied[i] || !copies[i]).collect();
+    if keep.len() < n {
+        let kept_sent: Vec<Time> = keep.iter().map(|&i| sent[i]).collect();
+        let mut kept_replied: Vec<bool> = keep.iter().map(|&i| replied[i]).collect();
+        forgive_short_runs(&mut kept_replied, context);
+        forgive_close_packets(&kept_sent, &mut kept_replied, context.close_interval);
+        verdict.lost = keep
+            .iter()
+            .zip(&kept_replied)
+            .filter(|(_, r)| !**r)
+            .map(|(&i, _)| i)
+            .collect();
+        return verdict;
+    }
+    forgive_short_runs(&mut replied, context);
+    forgive_close_packets(sent, &mut replied, context.close_interval);
+    verdict.lost = (0..n).filter(|&i| !replied[i]).collect();
+    verdict
+}
+
+/// Figure 7's two-pointer scan: each maximal unreplied run `[l, r)` shorter
+/// than the threshold and followed by a replied packet (or, at the end,
+/// with `tail_replied`) is marked replied.
+fn forgive_short_runs(replied: &mut [bool], context: &Context) {
+    let n = replied.len();
+    let mut left = 0;
+    while left < n {
+        if replied[left] {
+            left += 1;
+            continue;
+        }
+        let mut right = left;
+        while right < n && !replied[right] {
+            right += 1;
+        }
+        let followed = right < n || context.tail_replied;
+        if right - left < context.threshold && followed {
+            replied[left..right].fill(true);
+        }
+        left = right;
+    }
+}
+
+/// Packets closer than `close` to their neighbours form a batch; a batch
+/// with a replied packet is replied as a whole.
+fn forgive_close_packets(sent: &[Time], replied: &mut [bool], close: Duration) {
+    let n = sent.len();
+    let mut start = 0;
+    while start < n {
+        let mut end = start + 1;
+        while end < n && sent[end] - sent[end - 1] < close {
+            end += 1;
+        }
+        if replied[start..end].iter().any(|&r| r) {
+            replied[start..end].fill(true);
+        }
+        start = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms_times: &[f64]) -> Vec<Time> {
+        ms_times
+            .iter()
+            .map(|&ms| Time::from_nanos((ms * 1e6) as u64))
+            .collect()
+    }
+
+    fn context(threshold: usize) -> Context {
+        Context {
+            srtt: Duration::from_millis(10),
+            threshold,
+            close_interval: Duration::from_micros(100),
+            width_ratio_percent: 80,
+            tail_replied: false,
+        }
+    }
+
+    fn infer_with(sent: &[Time], replies: &[Time], context: &Context) -> Verdict {
+        infer(
+            sent,
+            &vec![false; sent.len()],
+            replies,
+            context,
+            &mut Scratch::default(),
+        )
+    }
+
+    #[test]
+    fn unanswered_copies_are_neutral() {
+        // Packets 0–5, 1 ms apart, ACKed in pairs (1, 3, 5); PEMI's copy of
+        // an earlier packet went out at 2.5 ms and was not answered.
+        let sent = at(&[0.0, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0]);
+        let copies = [false, false, false, true, false, false, false];
+        let replies = at(&[11.0, 13.0, 15.0]);
+        let v = infer(
+            &sent,
+            &copies,
+            &replies,
+            &context(2),
+            &mut Scratch::default(),
+        );
+        assert!(v.lost.is_empty(), "{v:?}");
+        // Counted as a packet, the copy would make 2 look lost.
+        let v = infer_with(&sent, &replies, &context(2));
+        assert_eq!(v.lost, vec![2, 3]);
+    }
+
+    #[test]
+    fn all_replied_none_replied() {
+        let sent = at(&[0.0, 1.0]);
+        let v = infer_with(&sent, &at(&[10.0, 11.0]), &context(2));
+        assert_eq!(v.lost, Vec::<usize>::new());
+        assert_eq!(v.samples, vec![Duration::from_millis(10); 2]);
+        let v = infer_with(&sent, &at(&[10.0, 11.0, 12.0]), &context(2));
+        assert!(v.lost.is_empty() && v.samples.is_empty() && v.unmatched);
+        assert_eq!(infer_with(&sent, &[], &context(2)).lost, vec![0, 1]);
+        // A lone packet of a threshold-2 receiver waits for its timer.
+        let lone = at(&[0.0]);
+        assert_eq!(infer_with(&lone, &[], &context(2)).lost, vec![0]);
+        let graced = Context {
+            tail_replied: true,
+            ..context(2)
+        };
+        assert!(infer_with(&lone, &[], &graced).lost.is_empty());
+        assert_eq!(
+            infer_with(
+                &lone,
+                &[],
+                &Context {
+                    tail_replied: true,
+                    ..context(1)
+                }
+            )
+            .lost,
+            vec![0]
+        );
+    }
+
+    /// Figure 7 (eliciting threshold 2): ten packets 1 ms apart; the
+    /// receiver acknowledges packets 1, 3, 6 and 9. Packet 0 and packet 2
+    /// are single unreplied packets before a reply — ACK aggregation —
+    /// while the runs 4–5 and 7–8 are as long as the threshold: lost.
+    #[test]
+    fn figure_7_eliciting_threshold() {
+        let sent = at(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        let replies = at(&[11.0, 13.0, 16.0, 19.0]);
+        let v = infer_with(&sent, &replies, &context(2));
+        assert_eq!(v.lost, vec![4, 5, 7, 8]);
+        assert_eq!(v.matched, 4);
+        assert_eq!(v.samples, vec![Duration::from_millis(10); 4]);
+        // A threshold-1 receiver acknowledges every packet: all six lost.
+        let v = infer_with(&sent, &replies, &context(1));
+        assert_eq!(v.lost, vec![0, 2, 4, 5, 7, 8]);
+    }
+
+    #[test]
+    fn trailing_runs_need_the_grace_to_be_forgiven() {
+        // Eleven packets, replies to 1, 3, 5, 7, 9: packet 10 waits for the
+        // receiver's ACK timer.
+        let sent: Vec<Time> = (0..11).map(Time::from_millis).collect();
+        let replies: Vec<Time> = (0..5).map(|k| Time::from_millis(2 * k + 11)).collect();
+        assert_eq!(infer_with(&sent, &replies, &context(2)).lost, vec![10]);
+        let graced = Context {
+            tail_replied: true,
+            ..context(2)
+        };
+        assert!(infer_with(&sent, &replies, &graced).lost.is_empty());
+    }
+
+    #[test]
+    fn packets_in_one_batch_share_a_reply() {
+        // Packets 0–2 arrive within 50 µs of each other; the receiver
+        // answers the batch once.
+        let sent = at(&[0.0, 0.05, 0.1, 5.0, 6.0]);
+        let replies = at(&[10.1, 16.0]);
+        let v = infer_with(&sent, &replies, &context(1));
+        assert_eq!(v.lost, vec![3]);
+    }
+}

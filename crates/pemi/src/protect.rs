@@ -1,0 +1,582 @@
+//! Protecting one connection's dominant direction: flowlets recorded as
+//! packets pass (§4.2.1), replies assigned to them (§4.2.2), finished
+//! flowlets matched and their losses inferred (§4.2.3, §4.3.1), lost
+//! packets retransmitted once and at once, byte-identical (§4.3.2), RTT
+//! samples taken (§4.4.2), and the rate enforced (§4.5).
+//!
+//! A flowlet is finished when a reply is assigned to a later one, or when
+//! no reply can reach it any more: its last packet + RTT + Δmargin (the
+//! exclusion window's end), plus the tail grace when there is one.
+
+use crate::Side;
+use crate::config::PemiConfig;
+use crate::copa::{Copa, Enforcer, Level};
+use crate::flowlet::{Flowlet, Interval, Sent};
+use crate::inference::{Context, infer};
+use crate::matching::Scratch;
+use crate::rtt::RttEstimate;
+use crate::spin::Spin;
+use crate::stats::{FlowletTrace, Inferred, PemiStats, Record};
+use bytes::Bytes;
+use netsim::{Datagram, Time, Transmit};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Recent reply times kept for the tail grace.
+const RECENT_REPLIES: usize = 64;
+
+/// What the engine lends a connection while it handles an event.
+pub(crate) struct Env<'a> {
+    pub(crate) config: &'a PemiConfig,
+    pub(crate) now: Time,
+    pub(crate) out: &'a mut VecDeque<Transmit>,
+    pub(crate) stats: &'a mut PemiStats,
+    /// Bytes buffered across all connections.
+    pub(crate) buffered: &'a mut usize,
+    pub(crate) record: &'a mut Option<Record>,
+    pub(crate) scratch: &'a mut Scratch,
+}
+
+impl Env<'_> {
+    fn unbuffer(&mut self, bytes: usize) {
+        *self.buffered = self.buffered.saturating_sub(bytes);
+        self.stats.buffered = *self.buffered as u64;
+    }
+}
+
+/// The connection as protection sees it.
+pub(crate) struct Path<'a> {
+    /// The RTT to the receiver (the end that is not the sender).
+    pub(crate) rtt: &'a mut RttEstimate,
+    /// The end-to-end smoothed RTT.
+    pub(crate) e2e: Duration,
+    /// The protected sender's address.
+    pub(crate) sender: SocketAddr,
+    /// The receiver's address.
+    pub(crate) receiver: SocketAddr,
+}
+
+impl Path<'_> {
+    fn srtt(&self) -> Duration {
+        self.rtt.srtt().unwrap_or(self.e2e / 2)
+    }
+}
+
+/// The reply/sent ratio of a connection's protected packets, counted
+/// from the end of its first window (the handshake's and slow start's
+/// extra replies left out), as the paper keeps it: for the whole
+/// connection.
+#[derive(Clone, Copy, Debug, Default)]
+struct ReplyRatio {
+    /// (sent, replies) in the first window, which does not count.
+    first: (u64, u64),
+    /// (sent, replies) since.
+    counted: Option<(u64, u64)>,
+}
+
+impl ReplyRatio {
+    fn on_sent(&mut self, window: u64) {
+        match &mut self.counted {
+            Some(counted) => counted.0 += 1,
+            None => {
+                self.first.0 += 1;
+                if self.first.0 >= window.max(1) {
+                    self.counted = Some((0, 0));
+                }
+            }
+        }
+    }
+
+    fn on_reply(&mut self) {
+        match &mut self.counted {
+            Some(counted) => counted.1 += 1,
+            None => self.first.1 += 1,
+        }
+    }
+
+    /// 1 above `percent` replies per sent packet, else 2 (also until the
+    /// first window is over and a packet has been counted).
+    fn threshold(&self, percent: u64) -> usize {
+        match self.counted {
+            Some((sent, replies)) if sent > 0 && replies * 100 > sent * percent => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// A reply held back behind later ones.
+#[derive(Clone, Debug)]
+struct Held {
+    datagram: Datagram,
+    /// Later replies still to pass it.
+    remaining: u32,
+    /// It leaves by then whatever passes.
+    deadline: Time,
+}
+
+/// The protection state of a connection's dominant direction.
+pub(crate) struct Protection {
+    pub(crate) sender: Side,
+    flowlets: VecDeque<Flowlet>,
+    interval: Interval,
+    /// Protected packets forwarded (originals) and replies.
+    pub(crate) sent: u64,
+    pub(crate) replies: u64,
+    ratio: ReplyRatio,
+    /// PEMI's retransmissions.
+    pub(crate) resent: u64,
+    buffered: usize,
+    recent: VecDeque<Time>,
+    copa: Copa,
+    enforcer: Enforcer,
+    held: Option<Held>,
+    pub(crate) spin: Spin,
+    pub(crate) next_probe: Option<Time>,
+    /// The connection counts as active (worth probing) until then.
+    pub(crate) active_until: Time,
+}
+
+impl Protection {
+    pub(crate) fn new(sender: Side, config: &PemiConfig) -> Protection {
+        Protection {
+            sender,
+            flowlets: VecDeque::new(),
+            interval: Interval::default(),
+            sent: 0,
+            replies: 0,
+            ratio: ReplyRatio::default(),
+            resent: 0,
+            buffered: 0,
+            recent: VecDeque::new(),
+            copa: Copa::new(config.initial_cwnd, config.copa_delta_percent),
+            enforcer: Enforcer::default(),
+            held: None,
+            spin: Spin::default(),
+            next_probe: None,
+            active_until: Time::ZERO,
+        }
+    }
+
+    /// The eliciting threshold the reply ratio implies (appendix A).
+    pub(crate) fn threshold(&self, config: &PemiConfig) -> usize {
+        self.ratio.threshold(config.threshold_ratio_percent)
+    }
+
+    /// Flowlets not yet finished.
+    pub(crate) fn active_flowlets(&self) -> usize {
+        self.flowlets.len()
+    }
+
+    /// The Copa window, in packets.
+    pub(crate) fn cwnd(&self) -> u64 {
+        self.copa.cwnd_packets()
+    }
+
+    fn timeout(&self, config: &PemiConfig, path: &Path<'_>) -> Duration {
+        self.interval.timeout(config.alpha, path.srtt())
+    }
+
+    /// Counts `bytes` newly buffered.
+    fn buffer(&mut self, env: &mut Env<'_>, bytes: usize) {
+        self.buffered += bytes;
+        *env.buffered += bytes;
+        env.stats.buffered = *env.buffered as u64;
+        env.stats.buffered_peak = env.stats.buffered_peak.max(env.stats.buffered);
+    }
+
+    /// Counts `bytes` freed.
+    fn unbuffer(&mut self, env: &mut Env<'_>, bytes: usize) {
+        self.buffered = self.buffered.saturating_sub(bytes);
+        env.unbuffer(bytes);
+    }
+
+    /// Frees every buffer (the connection is forgotten or its direction
+    /// changed).
+    pub(crate) fn release(&mut self, env: &mut Env<'_>) {
+        env.unbuffer(self.buffered);
+        self.buffered = 0;
+        self.flowlets.clear();
+        if let Some(held) = self.held.take() {
+            env.out.push_back(Transmit::at(env.now, held.datagram));
+        }
+    }
+
+    /// A protected packet: recorded, buffered if there is room, forwarded
+    /// at once.
+    pub(crate) fn on_sent(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, datagram: Datagram) {
+        let now = env.now;
+        self.active_until = now + path.e2e;
+        self.interval.on_packet(now, path.e2e);
+        self.sent += 1;
+        self.ratio.on_sent(env.config.threshold_window);
+        env.stats.protected += 1;
+        self.enforcer.on_sent(false);
+        let period = path.e2e.max(Duration::from_millis(10));
+        let target = if self.copa.congested(now, 2 * period) {
+            self.copa.target_pps(path.rtt.min().unwrap_or(path.srtt()))
+        } else {
+            u64::MAX
+        };
+        self.enforcer.tick(now, period, target);
+        let len = datagram.payload.len();
+        let fits = *env.buffered + len <= env.config.buffer_total
+            && self.buffered + len <= env.config.buffer_per_connection;
+        let fingerprint = if env.config.record {
+            datagram.fingerprint()
+        } else {
+            0
+        };
+        if let Some(record) = env.record.as_mut() {
+            record.forwarded(fingerprint, path.srtt());
+        }
+        let packet = Sent {
+            at: now,
+            copy: fits.then(|| datagram.payload.clone()),
+            ttl: datagram.ttl,
+            resent: false,
+            retransmission: false,
+            fingerprint,
+        };
+        self.record(env, path, packet);
+        env.out.push_back(Transmit::at(now, datagram));
+    }
+
+    /// Adds a packet to the last flowlet or starts one.
+    fn record(&mut self, env: &mut Env<'_>, path: &Path<'_>, packet: Sent) {
+        let timeout = self.timeout(env.config, path);
+        let max = env.config.max_flowlet;
+        let joins = self
+            .flowlets
+            .back()
+            .is_some_and(|last| packet.at - last.last <= timeout);
+        if joins {
+            let last = self.flowlets.back_mut().expect("checked");
+            let change = last.push(packet, max);
+            if change < 0 {
+                env.stats.flowlets_abandoned += 1;
+                self.unbuffer(env, change.unsigned_abs());
+            } else {
+                self.buffer(env, change.unsigned_abs());
+            }
+            return;
+        }
+        env.stats.flowlets += 1;
+        let flowlet = Flowlet::new(packet);
+        self.buffer(env, flowlet.buffered);
+        self.flowlets.push_back(flowlet);
+        if self.flowlets.len() > env.config.max_flowlets
+            && let Some(oldest) = self.flowlets.pop_front()
+        {
+            env.stats.flowlets_dropped += 1;
+            self.unbuffer(env, oldest.buffered);
+        }
+    }
+
+    /// A reply: assigned to a flowlet (finishing the earlier ones), then
+    /// forwarded — at once, or slowed if the rate enforcement says so.
+    pub(crate) fn on_reply(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, datagram: Datagram) {
+        let now = env.now;
+        self.active_until = now + path.e2e;
+        self.replies += 1;
+        self.ratio.on_reply();
+        env.stats.replies += 1;
+        if self.recent.len() == RECENT_REPLIES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(now);
+        self.assign(env, path);
+        self.forward_reply(env, path, datagram);
+    }
+
+    /// §4.2.2: the flowlet nearest to t_reply − RTT, within the exclusion
+    /// window.
+    fn assign(&mut self, env: &mut Env<'_>, path: &mut Path<'_>) {
+        let (Some(front), Some(back)) = (self.flowlets.front(), self.flowlets.back()) else {
+            return;
+        };
+        let now = env.now;
+        let rtt = path.srtt();
+        let margin = env.config.margin(self.timeout(env.config, path));
+        let start = front.first + rtt - margin;
+        let end = back.last + rtt + margin;
+        if now < start || now > end {
+            env.stats.replies_excluded += 1;
+            return;
+        }
+        let projected = now - rtt;
+        let mut nearest = 0;
+        let mut best = Duration::MAX;
+        for (k, flowlet) in self.flowlets.iter().enumerate() {
+            let distance = flowlet.distance(projected);
+            if distance < best {
+                best = distance;
+                nearest = k;
+            }
+        }
+        env.stats.replies_assigned += 1;
+        let flowlet = &mut self.flowlets[nearest];
+        if flowlet.replies.len() <= 2 * env.config.max_flowlet {
+            flowlet.replies.push(now);
+        }
+        for _ in 0..nearest {
+            if let Some(done) = self.flowlets.pop_front() {
+                self.finish(env, path, done);
+            }
+        }
+    }
+
+    /// Forwards a reply as the enforcement allows.
+    fn forward_reply(&mut self, env: &mut Env<'_>, path: &Path<'_>, datagram: Datagram) {
+        let now = env.now;
+        let action = self.enforcer.reply_action(env.config.enforcement, path.e2e);
+        let at = match action.delay {
+            Some(delay) => {
+                env.stats.replies_delayed += 1;
+                now + delay
+            }
+            None => now,
+        };
+        match (&mut self.held, action.reorder) {
+            (None, Some(later)) => {
+                env.stats.replies_reordered += 1;
+                self.held = Some(Held {
+                    datagram,
+                    remaining: later,
+                    deadline: at + path.e2e,
+                });
+            }
+            (Some(held), _) => {
+                env.out.push_back(Transmit::at(at, datagram));
+                held.remaining = held.remaining.saturating_sub(1);
+                if held.remaining == 0 {
+                    let held = self.held.take().expect("present");
+                    env.out.push_back(Transmit::at(at, held.datagram));
+                }
+            }
+            (None, None) => env.out.push_back(Transmit::at(at, datagram)),
+        }
+    }
+
+    /// When the front flowlet is finished by time, with the current RTT.
+    fn front_deadline(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
+        let front = self.flowlets.front()?;
+        let margin = config.margin(self.timeout(config, path));
+        let grace = config.tail_grace.unwrap_or_default();
+        Some(front.last + path.srtt() + margin + grace)
+    }
+
+    /// The next time [`Protection::on_timer`] has work.
+    pub(crate) fn next_wake(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
+        let flowlet = self.front_deadline(config, path);
+        let held = self.held.as_ref().map(|h| h.deadline);
+        let probe = self.next_probe.filter(|&at| at <= self.active_until);
+        [flowlet, held, probe].into_iter().flatten().min()
+    }
+
+    /// Finishes the flowlets no reply can reach any more and releases a
+    /// held reply whose time is up.
+    pub(crate) fn on_timer(&mut self, env: &mut Env<'_>, path: &mut Path<'_>) {
+        while self
+            .front_deadline(env.config, path)
+            .is_some_and(|deadline| deadline <= env.now)
+        {
+            if let Some(done) = self.flowlets.pop_front() {
+                self.finish(env, path, done);
+            }
+        }
+        if self.held.as_ref().is_some_and(|h| h.deadline <= env.now)
+            && let Some(held) = self.held.take()
+        {
+            env.out.push_back(Transmit::at(env.now, held.datagram));
+        }
+    }
+
+    /// Whether the receiver sent anything when `flowlet`'s trailing
+    /// packets would be acknowledged by its ACK timer: after the
+    /// flowlet's own replies, from its last packet + RTT − Δmargin to
+    /// + Δmargin + the grace.
+    fn tail_replied(&self, config: &PemiConfig, path: &Path<'_>, flowlet: &Flowlet) -> bool {
+        let Some(grace) = config.tail_grace else {
+            return false;
+        };
+        let rtt = path.srtt();
+        let margin = config.margin(self.timeout(config, path));
+        let due = flowlet.last + rtt;
+        let from = due - margin;
+        let from = flowlet
+            .replies
+            .last()
+            .map_or(from, |&r| from.max(r + Duration::from_nanos(1)));
+        let until = due + margin + grace;
+        self.recent.iter().any(|&t| t >= from && t <= until)
+    }
+
+    /// §4.3: a finished flowlet's inference, retransmissions and samples.
+    fn finish(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, mut flowlet: Flowlet) {
+        self.unbuffer(env, flowlet.buffered);
+        if flowlet.abandoned {
+            return;
+        }
+        let context = Context {
+            srtt: path.srtt(),
+            threshold: self.threshold(env.config),
+            close_interval: env.config.close_interval,
+            width_ratio_percent: env.config.width_ratio_percent,
+            tail_replied: self.tail_replied(env.config, path, &flowlet),
+        };
+        let verdict = infer(
+            &flowlet.times(),
+            &flowlet.copies(),
+            &flowlet.replies,
+            &context,
+            env.scratch,
+        );
+        if let Some(record) = env.record.as_mut() {
+            record.flowlet(FlowletTrace {
+                finished: env.now,
+                srtt: context.srtt,
+                threshold: context.threshold as u8,
+                tail_replied: context.tail_replied,
+                sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
+                replies: flowlet.replies.clone(),
+                lost: verdict.lost.clone(),
+            });
+        }
+        if verdict.unmatched {
+            env.stats.flowlets_unmatched += 1;
+        }
+        for sample in verdict.samples {
+            self.rtt_sample(env, path, sample);
+        }
+        for index in verdict.lost {
+            let packet = &mut flowlet.sent[index];
+            env.stats.inferred_lost += 1;
+            let retransmitted = self.retransmit(env, path, packet);
+            if let Some(record) = env.record.as_mut() {
+                record.inferred(Inferred {
+                    at: env.now,
+                    fingerprint: packet.fingerprint,
+                    retransmitted,
+                });
+            }
+        }
+    }
+
+    /// A matched pair's RTT sample, for the estimate and the controller.
+    fn rtt_sample(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, sample: Duration) {
+        env.stats.rtt_samples += 1;
+        path.rtt.sample(env.now, sample, env.config.min_rtt_window);
+        if env.config.congestion_control {
+            let srtt = path.srtt();
+            let min = path.rtt.min().unwrap_or(srtt);
+            self.copa.on_sample(env.now, sample, srtt, min);
+        }
+    }
+
+    /// Retransmits `packet` once if the rules allow (§4.3.2, §4.5.2,
+    /// §4.6); returns whether it did.
+    fn retransmit(&mut self, env: &mut Env<'_>, path: &Path<'_>, packet: &mut Sent) -> bool {
+        if packet.resent {
+            env.stats.lost_again += 1;
+            return false;
+        }
+        if env.config.congestion_control && self.enforcer.level() >= Level::NoRetransmit {
+            env.stats.withheld_congestion += 1;
+            return false;
+        }
+        if (self.resent + 1) * 100 > self.sent * env.config.retransmit_cap_percent {
+            env.stats.withheld_cap += 1;
+            return false;
+        }
+        let Some(copy) = packet.copy.take() else {
+            env.stats.withheld_unbuffered += 1;
+            return false;
+        };
+        packet.resent = true;
+        self.resent += 1;
+        env.stats.retransmissions += 1;
+        self.enforcer.on_sent(true);
+        let datagram = Datagram {
+            src: path.sender,
+            dst: path.receiver,
+            ttl: packet.ttl,
+            payload: copy,
+            protocol: netsim::Protocol::Udp,
+        };
+        env.out.push_back(Transmit::at(env.now, datagram));
+        // The receiver may answer the copy: it joins the flowlets, never
+        // to be resent.
+        let again = Sent {
+            at: env.now,
+            copy: None::<Bytes>,
+            ttl: packet.ttl,
+            resent: true,
+            retransmission: true,
+            fingerprint: packet.fingerprint,
+        };
+        self.record(env, path, again);
+        true
+    }
+
+    /// A calibration sample (spin bit or ICMP, §4.4.3): if it deviates
+    /// from the estimate by more than Δmargin, the estimate restarts from
+    /// it and the flowlets already matched with replies are dropped.
+    pub(crate) fn calibrate(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, sample: Duration) {
+        let margin = env.config.margin(self.timeout(env.config, path));
+        if path.srtt().abs_diff(sample) <= margin {
+            return;
+        }
+        env.stats.calibration_resets += 1;
+        path.rtt.reset(env.now, sample);
+        let mut freed = 0;
+        self.flowlets.retain(|flowlet| {
+            let matched = !flowlet.replies.is_empty();
+            if matched {
+                freed += flowlet.buffered;
+            }
+            !matched
+        });
+        self.unbuffer(env, freed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReplyRatio;
+
+    /// The first window does not count (a handshake's and slow start's
+    /// extra replies); afterwards the ratio is the whole connection's, so
+    /// a stretch of extra replies cannot flip a long-settled estimate.
+    #[test]
+    fn the_reply_ratio_is_the_connections_after_its_first_window() {
+        let mut ratio = ReplyRatio::default();
+        // A first window answered one for one: still 2.
+        for _ in 0..64 {
+            ratio.on_sent(64);
+            ratio.on_reply();
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // 1000 packets, every second answered: 2.
+        for i in 0..1000 {
+            ratio.on_sent(64);
+            if i % 2 == 0 {
+                ratio.on_reply();
+            }
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // 100 answered one for one: 600 of 1100, under 60%: still 2.
+        for _ in 0..100 {
+            ratio.on_sent(64);
+            ratio.on_reply();
+        }
+        assert_eq!(ratio.threshold(60), 2);
+        // A receiver that answers everything from the start: 1.
+        let mut every = ReplyRatio::default();
+        for _ in 0..200 {
+            every.on_sent(64);
+            every.on_reply();
+        }
+        assert_eq!(every.threshold(60), 1);
+    }
+}

@@ -1,0 +1,70 @@
+//! `pepkit run` tells a claim that did not hold (exit 1) from a run that
+//! did not happen (exit 2): CI tolerates the first for papers whose claims
+//! are still open, never the second.
+
+use std::path::Path;
+use std::process::Command;
+
+/// A one-trial, 200 kB upload over two hops, with `check` appended.
+fn scenario(dir: &Path, name: &str, check: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "{name}"
+title = "exit status"
+path = ["near", "far"]
+trials = 1
+[client]
+addr = "10.0.0.1"
+[server]
+addr = "10.0.1.1"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "5ms"
+rate = "10Mbit/s"
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "200kB"
+
+[[variant]]
+name = "only"
+{check}
+"#
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(file: &Path, out: &Path) -> Option<i32> {
+    let output = Command::new(env!("CARGO_BIN_EXE_pepkit"))
+        .args(["run", "--quiet", "--out"])
+        .arg(out)
+        .arg(file)
+        .output()
+        .unwrap();
+    output.status.code()
+}
+
+#[test]
+fn claims_exit_1_and_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = |bound: &str| {
+        format!(
+            "[[check]]\nclaim = \"goodput {bound}\"\nmetric = \"goodput_mbps\"\n\
+             variant = \"only\"\n{bound}\n"
+        )
+    };
+    let holds = scenario(dir.path(), "holds", &claim("at_least = 0.1"));
+    assert_eq!(run(&holds, &dir.path().join("a")), Some(0));
+    let fails = scenario(dir.path(), "fails", &claim("at_least = 1000.0"));
+    assert_eq!(run(&fails, &dir.path().join("b")), Some(1));
+    let bad = scenario(dir.path(), "bad", "[[check]]\nmetrc = \"goodput_mbps\"\n");
+    assert_eq!(run(&bad, &dir.path().join("c")), Some(2));
+    // Results that cannot be written: the output directory is a file.
+    let blocked = dir.path().join("blocked");
+    std::fs::write(&blocked, "").unwrap();
+    assert_eq!(run(&holds, &blocked), Some(2));
+}
