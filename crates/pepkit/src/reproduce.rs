@@ -193,7 +193,7 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
 fn runs_in(file: &ScenarioFile, selected: &[String], mode: Mode) -> bool {
     file.variants
         .iter()
-        .filter(|v| selected.is_empty() || selected.contains(&v.name))
+        .filter(|v| selected.is_empty() || v.is_named_by(selected))
         .any(|v| v.scenario.unsupported_in(mode).is_none())
 }
 

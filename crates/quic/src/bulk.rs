@@ -123,6 +123,11 @@ impl BulkClient {
         self.deadline.is_some()
     }
 
+    /// When a transfer bounded by time ends.
+    pub fn deadline(&self) -> Option<Time> {
+        self.deadline
+    }
+
     /// Payload bytes received by each 100 ms (downloads).
     pub fn delivery(&self) -> &DeliveryLog {
         &self.delivery

@@ -97,12 +97,7 @@ pub(crate) fn prepare<'a>(
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
-        // A name in `variants` is a variant's, or a swept variant's (all of
-        // its points).
-        let series = variant.sweep.as_ref().map(|point| &point.series);
-        let named = options.variants.is_empty()
-            || options.variants.contains(&variant.name)
-            || series.is_some_and(|series| options.variants.contains(series));
+        let named = options.variants.is_empty() || variant.is_named_by(&options.variants);
         let matches = options
             .only
             .as_ref()

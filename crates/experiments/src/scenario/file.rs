@@ -31,6 +31,18 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
+impl Variant {
+    /// Whether `names` names it: its own name, or its swept variant's (a
+    /// series names all its points).
+    pub fn is_named_by(&self, names: &[String]) -> bool {
+        names.contains(&self.name)
+            || self
+                .sweep
+                .as_ref()
+                .is_some_and(|point| names.contains(&point.series))
+    }
+}
+
 /// A loaded scenario file: the base and its variants.
 #[derive(Clone, Debug)]
 pub struct ScenarioFile {

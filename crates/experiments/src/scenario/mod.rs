@@ -209,6 +209,20 @@ impl Scenario {
                 .iter()
                 .all(|f| matches!(self.workload_of(f), Workload::Bulk(_))) =>
             {
+                if self.measure.is_some() {
+                    // Measured over a window: each flow's (or group's)
+                    // throughput in it, the fairness and the utilisation.
+                    let mut names = Vec::new();
+                    for flow in flows {
+                        let who = flow.group.as_deref().or(flow.name.as_deref()).unwrap_or("");
+                        let name = format!("throughput_mbps_{}", crate::outcome::slug(who));
+                        if !names.contains(&name) {
+                            names.push(name);
+                        }
+                    }
+                    names.extend(["jain_index_window".into(), "utilization".into()]);
+                    return names;
+                }
                 // Competing bulk flows: the total, each flow's share, the
                 // fairness.
                 let mut names = vec!["goodput_mbps".to_string()];
@@ -235,6 +249,9 @@ impl Scenario {
                     }
                 }
                 names
+            }
+            _ if self.measure.is_some() && matches!(self.workload, Workload::Bulk(_)) => {
+                vec!["throughput_mbps".into()]
             }
             _ => self
                 .workload

@@ -199,7 +199,15 @@ impl WorkloadKind for Bulk {
         });
         add_error(result, &names.who("server"), server_record);
         let Some(report) = report else {
-            return FlowOutcome::default();
+            // A transfer bounded by time is complete when the trial ran to
+            // its end and its client met no error.
+            let deadline = client.app().and_then(BulkClient::deadline);
+            let ran = deadline.is_some_and(|at| result.end_s >= at.as_secs_f64());
+            let clean = client.record().is_some_and(|r| r.error.is_none());
+            return FlowOutcome {
+                completed: ran && clean,
+                goodput_mbps: None,
+            };
         };
         let goodput = report.goodput.bits_per_sec() as f64 / 1e6;
         result.set(names.metric("goodput_mbps"), goodput);
