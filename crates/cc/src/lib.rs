@@ -9,7 +9,8 @@
 //!   ([`CubicConfig`] is its factory) so it can be compared with
 //!   noq-proto's own `"cubic"`.
 //! * [`Bbr`] is BBR version 1, deterministic (noq-proto's BBRv3 draws
-//!   its probe timing from the OS); [`BbrConfig`] is its factory.
+//!   its probe timing from the OS), and BBR-S; [`BbrFactory`] is its
+//!   factory. PCC (Vivace, Proteus), Copa and LEDBAT are in their modules.
 //! * [`Tecc`] is TECC's rate control on the application server (§4.2,
 //!   Algorithm 1): it paces at the rate the tunnel server feeds back
 //!   (QUIC_INFO datagrams on the end-to-end connection), BBR until the
@@ -57,17 +58,27 @@
 //! endpoint that sends the data should use PACUBIC with a given queue: every
 //! controller built by one factory drains the same queue.
 
-mod bbr;
+pub mod bbr;
+mod copa;
 mod cubic;
+mod engine;
+mod ledbat;
 mod pacubic;
+pub mod pcc;
 mod ratio;
 mod registry;
 mod tecc;
 mod unlimited;
+mod windowed;
 
-pub use bbr::{Bbr, BbrConfig};
+pub use bbr::{Bbr, BbrFactory};
+pub use copa::{Copa, CopaSettings};
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
+pub use engine::{CongestionEngine, Engine};
+pub use ledbat::{Ledbat, LedbatSettings};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
+pub use pcc::utility::{Utility, UtilityHandle};
+pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
 pub use tecc::{RateLaw, Tecc, TeccFactory, TeccSettings, TeccStats};

@@ -17,6 +17,9 @@
 //! variant here and one arm in each `match` below; the compiler finds
 //! every place that must learn about it.
 
+use crate::bbr::BbrFactory;
+use crate::pcc::settings as pcc;
+use crate::pcc::utility::Utility;
 use netsim::Seed;
 use quic::{SharedFactory, SimClock};
 use serde::{Deserialize, Serialize};
@@ -31,16 +34,33 @@ pub enum Controller {
     Cubic,
     /// noq-proto's NewReno.
     Newreno,
+    /// Our BBR version 1 ([`crate::Bbr`]), seeded from the scenario: what
+    /// the Proteus paper's kernel ran.
+    Bbr,
+    /// BBR-S (Proteus §7.1): BBR forced into ProbeRTT while the RTT
+    /// deviates.
+    BbrS,
     /// noq-proto's BBRv3 (its probe randomness comes from the operating
     /// system, so runs with it do not repeat exactly).
-    Bbr,
+    NoqBbr3,
     /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
     PepkitCubic,
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
     /// sender engine's quACK events.
     Pacubic(crate::pacubic::PacubicSettings),
-    /// Our deterministic BBR version 1 ([`crate::Bbr`]).
-    PepkitBbr,
+    /// PCC Vivace (NSDI'18, [`crate::Pcc`] with Vivace's utility).
+    Vivace,
+    /// PCC Proteus-P, the primary mode.
+    ProteusP(crate::pcc::ProteusSettings),
+    /// PCC Proteus-S, the scavenger.
+    ProteusS(crate::pcc::ProteusSettings),
+    /// PCC Proteus-H, the hybrid: reads its threshold from an application's
+    /// handle unless its settings fix one.
+    ProteusH(crate::pcc::HybridSettings),
+    /// Copa (NSDI'18, [`crate::Copa`]).
+    Copa(crate::CopaSettings),
+    /// LEDBAT (RFC 6817, [`crate::Ledbat`]), its delays from RTTs.
+    Ledbat(crate::LedbatSettings),
     /// No congestion control ([`crate::Unlimited`]; for a tunnel whose
     /// inner connections have their own).
     None,
@@ -55,6 +75,9 @@ pub enum Controller {
 pub enum Input {
     /// The sidekick sender engine's events ([`sidekick::Signals`]).
     SidekickSignals,
+    /// A utility handle an application drives ([`crate::UtilityHandle`]):
+    /// Proteus-H's threshold, or a mid-flow switch of utility.
+    UtilityHandle,
     /// TECC's feedback, relayed by the tunnel client to the application
     /// server as QUIC_INFO datagrams on the end-to-end connection (the
     /// server endpoint's [`quic::DatagramChannel`]).
@@ -71,6 +94,9 @@ pub struct ControllerContext {
     /// The sidekick sender engine's events, when one runs beside the
     /// endpoint.
     pub sidekick: Option<sidekick::Signals>,
+    /// The utility handle of the application on the endpoint, when its
+    /// workload drives one (a PCC sender reads it; others ignore it).
+    pub utility: Option<crate::UtilityHandle>,
     /// The datagrams the endpoint receives (TECC's QUIC_INFO), when a TECC
     /// tunnel serves its flow; the endpoint must get the same channel
     /// (`QuicConfig::with_datagram_channel`).
@@ -84,6 +110,7 @@ impl ControllerContext {
             seed,
             clock,
             sidekick: None,
+            utility: None,
             tecc: None,
         }
     }
@@ -125,9 +152,16 @@ impl Controller {
             Controller::Cubic => "cubic",
             Controller::Newreno => "newreno",
             Controller::Bbr => "bbr",
+            Controller::BbrS => "bbr-s",
+            Controller::NoqBbr3 => "noq-bbr3",
             Controller::PepkitCubic => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
-            Controller::PepkitBbr => "pepkit-bbr",
+            Controller::Vivace => "vivace",
+            Controller::ProteusP(_) => "proteus-p",
+            Controller::ProteusS(_) => "proteus-s",
+            Controller::ProteusH(_) => "proteus-h",
+            Controller::Copa(_) => "copa",
+            Controller::Ledbat(_) => "ledbat",
             Controller::None => "none",
             Controller::Tecc(_) => "tecc",
         }
@@ -139,14 +173,45 @@ impl Controller {
             Controller::Cubic
             | Controller::Newreno
             | Controller::Bbr
+            | Controller::BbrS
+            | Controller::NoqBbr3
             | Controller::PepkitCubic
-            | Controller::PepkitBbr
+            | Controller::Copa(_)
+            | Controller::Ledbat(_)
+            | Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
             | Controller::None => None,
             Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
                 crate::pacubic::PacubicSettings::REQUIRES,
             )),
+            Controller::ProteusH(settings) => settings
+                .threshold_mbps
+                .is_none()
+                .then_some((Input::UtilityHandle, crate::pcc::HybridSettings::REQUIRES)),
+        }
+    }
+
+    /// Whether it reads `input` when given it (whether or not it needs it).
+    pub fn reads(&self, input: Input) -> bool {
+        match self {
+            Controller::Cubic
+            | Controller::Newreno
+            | Controller::Bbr
+            | Controller::BbrS
+            | Controller::NoqBbr3
+            | Controller::PepkitCubic
+            | Controller::Copa(_)
+            | Controller::Ledbat(_)
+            | Controller::None => false,
+            Controller::Pacubic(_) => input == Input::SidekickSignals,
+            Controller::Tecc(_) => input == Input::TeccFeedback,
+            Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::ProteusH(_) => input == Input::UtilityHandle,
         }
     }
 
@@ -156,12 +221,28 @@ impl Controller {
         match self {
             Controller::Cubic => Built::plain(Arc::new(CubicConfig::default())),
             Controller::Newreno => Built::plain(Arc::new(NewRenoConfig::default())),
-            Controller::Bbr => Built::plain(Arc::new(Bbr3Config::default())),
+            Controller::Bbr => Built::plain(Arc::new(BbrFactory::new(false, context.seed))),
+            Controller::BbrS => {
+                let factory = Arc::new(BbrFactory::new(true, context.seed));
+                Built {
+                    factory: factory.clone(),
+                    counters: Some(factory),
+                    loss_detection: None,
+                }
+            }
+            Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
             Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
             Controller::Pacubic(settings) => settings.build(context),
-            Controller::PepkitBbr => Built::plain(Arc::new(crate::BbrConfig {
-                phase_seed: context.seed.derive("pepkit-bbr").value(),
-            })),
+            Controller::Vivace => pcc::build(crate::PccConfig::vivace(), context),
+            Controller::ProteusP(settings) => {
+                pcc::build(pcc::proteus(Utility::Primary, settings), context)
+            }
+            Controller::ProteusS(settings) => {
+                pcc::build(pcc::proteus(Utility::Scavenger, settings), context)
+            }
+            Controller::ProteusH(settings) => pcc::build(pcc::hybrid(settings), context),
+            Controller::Copa(settings) => Built::plain(Arc::new(settings.clone())),
+            Controller::Ledbat(settings) => Built::plain(Arc::new(settings.clone())),
             Controller::None => Built::plain(Arc::new(crate::Unlimited)),
             Controller::Tecc(settings) => settings.build(context),
         }
@@ -187,9 +268,16 @@ mod tests {
             "cubic",
             "newreno",
             "bbr",
+            "bbr-s",
+            "noq-bbr3",
             "pepkit-cubic",
             "pacubic",
-            "pepkit-bbr",
+            "vivace",
+            "proteus-p",
+            "proteus-s",
+            "proteus-h",
+            "copa",
+            "ledbat",
             "none",
             "tecc",
         ] {

@@ -38,6 +38,7 @@
 //! retransmissions; a fixed one cannot grow further).
 
 use crate::bbr::Bbr;
+use crate::engine::Engine;
 use crate::registry::{Built, ControllerContext, ControllerCounters};
 use quic::congestion::{Controller, ControllerFactory, ControllerMetrics, RttEstimator};
 use quic::{DatagramChannel, LossDetection};
@@ -172,7 +173,7 @@ impl TeccSettings {
         let factory = TeccFactory {
             settings: self.clone(),
             channel: context.tecc.clone().unwrap_or_default(),
-            phase_seed: context.seed.derive("tecc/bbr").value(),
+            bbr_seed: context.seed.derive("tecc/bbr"),
             stats: stats.clone(),
         };
         Built {
@@ -215,14 +216,14 @@ impl ControllerCounters for TeccStats {
 pub struct TeccFactory {
     settings: TeccSettings,
     channel: DatagramChannel,
-    phase_seed: u64,
+    bbr_seed: netsim::Seed,
     stats: Arc<TeccStats>,
 }
 
 impl ControllerFactory for TeccFactory {
-    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+    fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         Box::new(Tecc {
-            bbr: Bbr::new(now, current_mtu, self.phase_seed),
+            bbr: Engine(Bbr::new(false, self.bbr_seed.rng("bbr"), current_mtu)),
             law: RateLaw::new(self.settings.clone()),
             channel: self.channel.clone(),
             mss: u64::from(current_mtu),
@@ -278,7 +279,7 @@ impl RateLaw {
 /// TECC's controller on the application server.
 #[derive(Debug)]
 pub struct Tecc {
-    bbr: Bbr,
+    bbr: Engine<Bbr>,
     law: RateLaw,
     channel: DatagramChannel,
     mss: u64,

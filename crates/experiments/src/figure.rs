@@ -45,6 +45,31 @@ pub enum Plot {
         /// Multiply x values by this for the axis (e.g. 100 for percent).
         #[serde(default = "one")]
         x_scale: f64,
+        /// A logarithmic x axis.
+        #[serde(default)]
+        x_log: bool,
+    },
+    /// Per swept variant, the distribution of a metric's medians over its
+    /// points (like Proteus's Figure 8: the CDF across configurations).
+    SweepCdf {
+        /// The metric.
+        metric: String,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+    },
+    /// Each flow's throughput over time (100 ms bins; needs `measure`), a
+    /// panel per variant (like Proteus's Figure 14).
+    Flows {
+        /// Which trial (default 0).
+        #[serde(default)]
+        trial: u32,
+        /// Only these variants (default: all).
+        #[serde(default)]
+        variants: Vec<String>,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
     },
     /// The distribution of per-packet or per-frame values, one line per
     /// variant, all trials pooled.
@@ -62,4 +87,30 @@ pub enum Plot {
 
 fn one() -> f64 {
     1.0
+}
+
+impl Plot {
+    /// The stem of its files: `<index>-<what it shows>`.
+    pub fn stem(&self, index: usize) -> String {
+        match self {
+            Plot::Bars { metric, .. } => format!("{index}-{metric}"),
+            Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
+            Plot::Series { field, trial, .. } => format!("{index}-{field}-trial{trial}"),
+            Plot::Lines { metric, .. } => format!("{index}-{metric}-lines"),
+            Plot::SweepCdf { metric, .. } => format!("{index}-{metric}-sweep-cdf"),
+            Plot::Flows { trial, .. } => format!("{index}-flows-trial{trial}"),
+        }
+    }
+
+    /// Its own title, if the scenario gives one.
+    pub fn title(&self) -> Option<&str> {
+        match self {
+            Plot::Bars { title, .. }
+            | Plot::Cdf { title, .. }
+            | Plot::Series { title, .. }
+            | Plot::Lines { title, .. }
+            | Plot::SweepCdf { title, .. }
+            | Plot::Flows { title, .. } => title.as_deref(),
+        }
+    }
 }

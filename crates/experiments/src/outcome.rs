@@ -333,6 +333,64 @@ fn add_series(result: &mut TrialResult, record: &quic::ConnRecord) {
     column("spurious_losses", &|s| s.spurious_losses as f64);
 }
 
+/// The window a scenario measures throughput and RTTs over
+/// (`measure = { from, until }`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Its start (virtual time since the trial began).
+    pub from: Time,
+    /// Its end.
+    pub until: Time,
+}
+
+impl Window {
+    /// Its length, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.until
+            .saturating_duration_since(self.from)
+            .as_secs_f64()
+    }
+}
+
+/// The RTT percentiles of the packets `record`'s endpoint sent and saw
+/// acknowledged in the window: `rtt_p50_ms`, `_p95_ms`, `_p99_ms`, and
+/// the connection's smallest RTT, `rtt_min_ms`.
+pub(crate) fn add_rtts(
+    result: &mut TrialResult,
+    names: &FlowNames,
+    record: Option<&quic::ConnRecord>,
+) {
+    let Some(record) = record else {
+        return;
+    };
+    let percentiles = record.rtt.percentiles(&[50.0, 95.0, 99.0]);
+    for (p, value) in ["p50", "p95", "p99"].iter().zip(&percentiles) {
+        result.set(names.metric(&format!("rtt_{p}_ms")), millis(*value));
+    }
+    if let Some(min) = record.rtt.min() {
+        result.set(names.metric("rtt_min_ms"), millis(min));
+    }
+}
+
+/// A flow's throughput in the window (`throughput_mbps`, from the bytes
+/// its receiving application took), and its throughput over time in
+/// 100 ms bins up to the window's end (the series `throughput_mbps`).
+pub(crate) fn add_throughput(
+    result: &mut TrialResult,
+    names: &FlowNames,
+    log: &quic::DeliveryLog,
+    total: u64,
+    window: Window,
+) {
+    let bytes = log.bytes_between(window.from, window.until, total);
+    let mbps = bytes as f64 * 8.0 / window.seconds() / 1e6;
+    result.set(names.metric("throughput_mbps"), mbps);
+    result.series.insert(
+        names.metric("throughput_mbps"),
+        log.rates_mbps(window.until, total),
+    );
+}
+
 /// Jain's fairness index (Σx)² / (n · Σx²): 1 when all are equal, 1/n
 /// when one takes everything (1 for no or all-zero values).
 pub(crate) fn jain_index(values: impl IntoIterator<Item = f64>) -> f64 {

@@ -21,7 +21,7 @@
 //! same code as for our endpoints ([`quic::RtcReport`]).
 
 use crate::outcome::{TrialResult, add_distribution};
-use crate::workloads::{BulkDirection, Workload};
+use crate::workloads::{Amount, BulkDirection, Workload};
 use netsim::Time;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -124,9 +124,17 @@ impl PeerTransfer {
             );
         }
         let work = match workload {
-            Workload::Bulk(bulk) => PeerWork::Bulk {
-                direction: bulk.direction,
-                size: bulk.size.0,
+            Workload::Bulk(bulk) => match bulk.amount {
+                Amount::Size(size) => PeerWork::Bulk {
+                    direction: bulk.direction,
+                    size: size.0,
+                },
+                Amount::Duration(_) | Amount::Until(_) => {
+                    return fail(
+                        "workload.size",
+                        "independent stacks carry transfers of a set size, not of a duration",
+                    );
+                }
             },
             Workload::Rtc(rtc) if client_stack != Stack::Ngtcp2 => {
                 let source = rtc.source();

@@ -90,3 +90,81 @@ fn competing_flows_finish_and_report_shares() {
         e2e["goodput_mbps_a"]
     );
 }
+
+/// Flows bounded by time, measured over a window, one variant swept.
+const TIMED: &str = r#"
+name = "timed"
+title = "two timed flows"
+trials = 1
+time_limit = "4s"
+measure = { from = "1s", until = "4s" }
+path = ["near", "far"]
+[client]
+addr = "10.0.2.10"
+[server]
+addr = "10.0.1.10"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "10ms"
+rate = "10Mbit/s"
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "4s"
+[[flows]]
+name = "A"
+[[flows]]
+name = "B"
+
+[[variant]]
+name = "plain"
+
+[[variant]]
+name = "delays"
+sweep = { field = "hops.far.delay", values = [5, 20], unit = "ms" }
+"#;
+
+/// A flow bounded by time is complete when the trial ran to its end (it
+/// was "unfinished" before); the headline is what the window measured; a
+/// swept variant is selected by its name.
+#[test]
+fn timed_flows_complete_and_lead_with_window_metrics() {
+    let file = ScenarioFile::parse(TIMED, PathBuf::from("timed.toml")).unwrap();
+    let options = RunOptions {
+        variants: vec!["delays".into()],
+        ..RunOptions::default()
+    };
+    let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
+    assert_eq!(
+        results.summary.headline,
+        [
+            "throughput_mbps_a",
+            "throughput_mbps_b",
+            "jain_index_window",
+            "utilization"
+        ]
+    );
+    let trials: Vec<_> = results.trials.iter().flatten().collect();
+    assert_eq!(
+        trials.len(),
+        2,
+        "both points of the swept variant, not `plain`"
+    );
+    for trial in trials {
+        assert!(trial.completed, "{}: {trial:?}", trial.variant);
+        assert!(
+            trial.metrics["throughput_mbps_a"] > 0.5,
+            "{}",
+            trial.variant
+        );
+    }
+    let selected: Vec<_> = file
+        .variants
+        .iter()
+        .filter(|v| v.is_named_by(&["delays".to_string()]))
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(selected.len(), 2, "{selected:?}");
+}

@@ -286,7 +286,12 @@ fn flows_parse_and_derive_addresses() {
     assert_eq!(flows[1].client.to_string(), "10.0.0.2:5000");
     assert_eq!(flows[1].server.to_string(), "10.0.1.2:4433");
     assert_eq!(flows[0].start, std::time::Duration::from_secs(1));
-    assert_eq!(flows[0].size, Some(2_000_000));
+    assert_eq!(
+        flows[0].amount,
+        Some(experiments::workloads::Amount::Size(
+            experiments::units::Bytes(2_000_000)
+        ))
+    );
 }
 
 #[test]
@@ -320,14 +325,16 @@ fn flows_are_checked_by_field() {
 }
 
 #[test]
-fn flows_need_two_hops_and_a_bulk_transfer() {
+fn flows_need_two_hops_and_a_served_flow_a_bulk_transfer() {
     let three = flows("", TWO_FLOWS).replace(
         "path = [\"near\", \"far\"]",
         "path = [\"near\", \"mid\", \"far\"]",
     ) + "[hops.mid]\ndelay = \"1ms\"\nrate = \"1Gbit/s\"\n";
     assert_mentions(&error(&three), &["`path`", "two hops"]);
 
-    // Downloads share a dumbbell too (TECC's flows are downloads).
+    // Downloads share a dumbbell too (TECC's flows and the video
+    // workload's are downloads), but a middle system serves bulk transfers
+    // only.
     let download =
         flows("", TWO_FLOWS).replace("direction = \"upload\"", "direction = \"download\"");
     ScenarioFile::parse(&download, PathBuf::from("ok.toml")).unwrap();
@@ -335,7 +342,16 @@ fn flows_need_two_hops_and_a_bulk_transfer() {
         "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
         "kind = \"media\"\nduration = \"10s\"",
     );
-    assert_mentions(&error(&media), &["`workload`", "bulk transfer"]);
+    assert_mentions(&error(&media), &["flows[0].workload", "QUIC"]);
+    let served_video = flows(
+        "middle = \"split\"",
+        "[[flows]]\nname = \"A\"\nmiddle = true\nworkload = { kind = \"video\", ladder = \"1080p\", \
+         duration = \"10s\" }\n[[flows]]\nname = \"B\"\n",
+    );
+    assert_mentions(
+        &error(&served_video),
+        &["flows[0].middle", "bulk transfers"],
+    );
 
     let variant = format!(
         "{}\n[[variant]]\nname = \"late\"\nmiddle_after = \"beyond\"\n",

@@ -6,6 +6,7 @@
 mod bench_quack;
 mod bench_sidekick_proxy;
 mod daemon;
+mod merge;
 mod pemi_daemon;
 mod reproduce;
 mod run_scenario;
@@ -33,6 +34,9 @@ enum Command {
     /// CSVs, plots and summary.md. Exits 1 if a claim of the scenario does
     /// not hold, 2 on an error (a bad scenario file, results not written).
     Run(run_scenario::Args),
+    /// Merge the shards of one run (pepkit run FILE --shard K/N, one
+    /// directory each) into the files the whole run writes.
+    Merge(merge::Args),
     /// Run every scenario of one paper (scenarios/PAPER/*.toml) and write
     /// an index of the results with the paper's claims checked. Exits 1 if
     /// a claim does not hold, 2 on an error.
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run_scenario::run(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::SidekickProxy(args) => sidekick_proxy::run(&args),
         Command::TcpPep(args) => tcp_pep::run(&args),

@@ -94,6 +94,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
                 only: None,
                 variants: quick.map(|q| q.variants.clone()).unwrap_or_default(),
                 mode,
+                shard: None,
             };
             let (dir, link) = match mode {
                 Mode::Simulator => (out.join(&stem), stem.clone()),
@@ -192,7 +193,7 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
 fn runs_in(file: &ScenarioFile, selected: &[String], mode: Mode) -> bool {
     file.variants
         .iter()
-        .filter(|v| selected.is_empty() || selected.contains(&v.name))
+        .filter(|v| selected.is_empty() || v.is_named_by(selected))
         .any(|v| v.scenario.unsupported_in(mode).is_none())
 }
 

@@ -28,6 +28,11 @@ pub(crate) struct Args {
     /// Run only the variants whose names contain this text.
     #[arg(long)]
     only: Option<String>,
+    /// Run only shard K of N of the trials (every N-th, from the K-th) and
+    /// write their trial files [default out: results/<name>/shard-K-of-N];
+    /// `pepkit merge` builds the summary, tables and plots from the shards.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<experiments::run::Shard>,
 }
 
 /// Options shared by `pepkit run` and `pepkit reproduce`.
@@ -69,8 +74,16 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         only: args.only.clone(),
         variants: Vec::new(),
         mode,
+        shard: args.shard,
     };
     let base = PathBuf::from("results").join(&file.base.name);
+    if let Some(shard) = args.shard {
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| base.join(format!("shard-{}-of-{}", shard.index, shard.count)));
+        return run_shard(&file, &options, shard, args.common.quiet, &out);
+    }
     let out = args.out.clone().unwrap_or_else(|| match options.mode {
         Mode::Simulator => base.clone(),
         Mode::Real => base.join("real"),
@@ -97,6 +110,45 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     } else {
         eprintln!("a claim did not hold (see the table above)");
         ExitCode::FAILURE
+    }
+}
+
+/// Runs one shard and writes its trials and manifest into `out`.
+fn run_shard(
+    file: &ScenarioFile,
+    options: &RunOptions,
+    shard: experiments::run::Shard,
+    quiet: bool,
+    out: &Path,
+) -> ExitCode {
+    let mut progress = if quiet {
+        Progress::silent()
+    } else {
+        Progress::stderr()
+    };
+    let results = match experiments::run(file, options, &mut progress) {
+        Ok(results) => results,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let manifest = experiments::run::Manifest::new(file, options, shard);
+    match experiments::report::write_shard(out, &results, &manifest) {
+        Ok(written) => {
+            println!(
+                "shard {}/{}: {} trial files in {}; merge the shards with pepkit merge",
+                shard.index,
+                shard.count,
+                written.len() - 1,
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: writing results to {}: {error}", out.display());
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -128,6 +180,18 @@ pub(crate) fn run_and_write(
         eprintln!("error: writing results to {}: {error}", out.display());
         ExitCode::from(2)
     })?;
+    print_results(&results, options, &written, out);
+    Ok(results)
+}
+
+/// Prints a run's title, what it skipped, its table, its claims and where
+/// its files are.
+pub(crate) fn print_results(
+    results: &RunResults,
+    options: &RunOptions,
+    written: &[PathBuf],
+    out: &Path,
+) {
     println!("{}\n", results.summary.title);
     // One line per reason: "skipped in the simulator (why): A, B".
     let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -165,5 +229,4 @@ pub(crate) fn run_and_write(
         results.trials.iter().map(Vec::len).sum::<usize>(),
         figures.join(", ")
     );
-    Ok(results)
 }

@@ -86,7 +86,7 @@ fn tunnel_cc(text: &str) -> Result<cc::Controller, String> {
     Ok(match text {
         "none" => cc::Controller::None,
         "cubic" => cc::Controller::Cubic,
-        "bbr" => cc::Controller::PepkitBbr,
+        "bbr" => cc::Controller::Bbr,
         _ => return Err(format!("{text}: one of none, cubic, bbr")),
     })
 }

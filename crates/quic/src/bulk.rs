@@ -5,9 +5,19 @@
 //! Upload: the client then sends N bytes and FIN; the server reads them
 //! and answers with FIN. Download: the server sends N bytes and FIN. The
 //! client is done when it reads the server's FIN.
+//!
+//! A transfer bounded by time instead ([`BulkClient::until`]) asks for
+//! N = 2⁶⁴ − 1: an upload stops writing at its deadline and ends with FIN
+//! as above; a download's client is done at its deadline (and closes the
+//! connection). The receiving side keeps a [`DeliveryLog`] of the bytes
+//! it received by each 100 ms, from which a flow's throughput over any
+//! window and over time are read. A client can also run actions at set
+//! times ([`BulkClient::at`]), the first time it is driven at or after
+//! each: an application changing its controller's utility mid-flow.
 
 use crate::app::{App, AppFactory};
 use crate::client::QuicClient;
+use crate::metrics::DeliveryLog;
 use crate::server::QuicServer;
 use crate::session::{Session, StreamId};
 use bytes::Bytes;
@@ -30,7 +40,7 @@ const HEADER_LEN: usize = 9;
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
 /// Writes up to `remaining` zero bytes; returns how many were taken.
-fn write_zeros(session: &mut Session<'_>, stream: StreamId, remaining: u64) -> u64 {
+pub(crate) fn write_zeros(session: &mut Session<'_>, stream: StreamId, remaining: u64) -> u64 {
     let mut written = 0;
     while written < remaining {
         let len = (remaining - written).min(ZEROS.len() as u64) as usize;
@@ -42,17 +52,36 @@ fn write_zeros(session: &mut Session<'_>, stream: StreamId, remaining: u64) -> u
     written
 }
 
+/// An action a client runs at a set time.
+pub type Action = Box<dyn FnMut() + Send>;
+
 /// The client side of a bulk transfer.
-#[derive(Debug)]
 pub struct BulkClient {
     direction: Direction,
     bytes: u64,
+    deadline: Option<Time>,
+    actions: Vec<(Time, Action)>,
     stream: Option<StreamId>,
     header_sent: usize,
     sent: u64,
     fin_sent: bool,
     received: u64,
+    delivery: DeliveryLog,
     done_at: Option<Time>,
+}
+
+impl std::fmt::Debug for BulkClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BulkClient")
+            .field("direction", &self.direction)
+            .field("bytes", &self.bytes)
+            .field("deadline", &self.deadline)
+            .field("actions", &self.actions.len())
+            .field("sent", &self.sent)
+            .field("received", &self.received)
+            .field("done_at", &self.done_at)
+            .finish_non_exhaustive()
+    }
 }
 
 impl BulkClient {
@@ -61,13 +90,47 @@ impl BulkClient {
         BulkClient {
             direction,
             bytes,
+            deadline: None,
+            actions: Vec::new(),
             stream: None,
             header_sent: 0,
             sent: 0,
             fin_sent: false,
             received: 0,
+            delivery: DeliveryLog::default(),
             done_at: None,
         }
+    }
+
+    /// A transfer in `direction` that lasts until `deadline` (virtual
+    /// time), however many bytes that is.
+    pub fn until(direction: Direction, deadline: Time) -> BulkClient {
+        BulkClient {
+            deadline: Some(deadline),
+            ..BulkClient::new(direction, u64::MAX)
+        }
+    }
+
+    /// Runs `action` the first time the client is driven at or after `at`.
+    pub fn at(mut self, at: Time, action: Action) -> BulkClient {
+        self.actions.push((at, action));
+        self.actions.sort_by_key(|(at, _)| *at);
+        self
+    }
+
+    /// Whether the transfer is bounded by time rather than size.
+    pub fn is_timed(&self) -> bool {
+        self.deadline.is_some()
+    }
+
+    /// When a transfer bounded by time ends.
+    pub fn deadline(&self) -> Option<Time> {
+        self.deadline
+    }
+
+    /// Payload bytes received by each 100 ms (downloads).
+    pub fn delivery(&self) -> &DeliveryLog {
+        &self.delivery
     }
 
     /// The transfer's direction.
@@ -75,9 +138,14 @@ impl BulkClient {
         self.direction
     }
 
-    /// The transfer's size.
+    /// The transfer's size (2⁶⁴ − 1 for a transfer bounded by time).
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Payload bytes sent (uploads).
+    pub fn sent(&self) -> u64 {
+        self.sent
     }
 
     /// Payload bytes received (downloads).
@@ -93,7 +161,17 @@ impl BulkClient {
 
 impl App for BulkClient {
     fn drive(&mut self, session: &mut Session<'_>) {
+        let now = session.now();
+        while self.actions.first().is_some_and(|(at, _)| *at <= now) {
+            let (_, mut action) = self.actions.remove(0);
+            action();
+        }
         if self.done_at.is_some() || !session.is_connected() {
+            return;
+        }
+        let expired = self.deadline.is_some_and(|deadline| now >= deadline);
+        if expired && self.direction == Direction::Download {
+            self.done_at = Some(now);
             return;
         }
         let stream = match self.stream {
@@ -112,12 +190,14 @@ impl App for BulkClient {
                 Ok(n) => self.header_sent += n,
             }
         }
-        if self.direction == Direction::Upload {
+        if self.direction == Direction::Upload && !expired {
             self.sent += write_zeros(session, stream, self.bytes - self.sent);
         }
-        if !self.fin_sent && (self.direction == Direction::Download || self.sent == self.bytes) {
+        let last_written = self.sent == self.bytes || expired;
+        if !self.fin_sent && (self.direction == Direction::Download || last_written) {
             self.fin_sent = session.finish(stream).is_ok();
         }
+        self.delivery.record(now, self.received);
         if let Ok(status) = session.read(stream, |_| {}) {
             self.received += status.bytes;
             if status.finished {
@@ -138,6 +218,7 @@ pub struct BulkServer {
     header: Vec<u8>,
     request: Option<(Direction, u64)>,
     received: u64,
+    delivery: DeliveryLog,
     sent: u64,
     fin_sent: bool,
     upload_done_at: Option<Time>,
@@ -147,6 +228,11 @@ impl BulkServer {
     /// Payload bytes received (uploads).
     pub fn received(&self) -> u64 {
         self.received
+    }
+
+    /// Payload bytes received by each 100 ms (uploads).
+    pub fn delivery(&self) -> &DeliveryLog {
+        &self.delivery
     }
 
     /// When the client's FIN was read: for an upload, when the last
@@ -165,6 +251,7 @@ impl App for BulkServer {
             return;
         };
         if self.upload_done_at.is_none() {
+            self.delivery.record(session.now(), self.received);
             let (header, request) = (&mut self.header, &mut self.request);
             let mut payload = 0u64;
             let read = session.read(stream, |mut data| {
@@ -249,28 +336,31 @@ impl BulkReport {
     ) -> Option<BulkReport> {
         let app = client.app()?;
         let start = client.record()?.first_tx?;
-        let end = match app.direction() {
+        // A timed transfer is complete with whatever it moved; a sized one
+        // when every byte arrived.
+        let expected = |received: u64| app.is_timed() || received == app.bytes();
+        let (bytes, end) = match app.direction() {
             Direction::Download => {
-                if app.received() != app.bytes() {
+                if !expected(app.received()) {
                     return None;
                 }
-                app.done_at()?
+                (app.received(), app.done_at()?)
             }
             Direction::Upload => {
                 let server_app = server.apps().next()?;
-                if server_app.received() != app.bytes() {
+                if !expected(server_app.received()) {
                     return None;
                 }
-                server_app.upload_done_at()?
+                (server_app.received(), server_app.upload_done_at()?)
             }
         };
         let completion = end - start;
         Some(BulkReport {
-            bytes: app.bytes(),
+            bytes,
             start,
             end,
             completion,
-            goodput: Rate::from_bytes_over(app.bytes(), completion),
+            goodput: Rate::from_bytes_over(bytes, completion),
         })
     }
 }

@@ -29,6 +29,12 @@ pub struct QuicConfig {
     /// Flow-control credit this endpoint grants its peer per stream and
     /// per connection, bytes (default: noq-proto's).
     pub receive_window: Option<u32>,
+    /// Bytes this endpoint sends without acknowledgement at most (default:
+    /// noq-proto's, 10 MB).
+    pub send_window: Option<u64>,
+    /// Keep the RTT of each packet acknowledged from the first time to
+    /// before the second (default: only the minimum is kept).
+    pub rtt_window: Option<(netsim::Time, netsim::Time)>,
     /// Sample each connection's time series at this interval (default: off).
     pub sample_interval: Option<Duration>,
     /// Log TLS secrets here (default: off).
@@ -90,6 +96,8 @@ impl QuicConfig {
             max_udp_payload: None,
             ack_frequency: None,
             receive_window: None,
+            send_window: None,
+            rtt_window: None,
             sample_interval: None,
             keylog: None,
             clock: None,
@@ -180,6 +188,19 @@ impl QuicConfig {
         self
     }
 
+    /// Allow `bytes` unacknowledged in flight (noq-proto's send window).
+    pub fn with_send_window(mut self, bytes: u64) -> QuicConfig {
+        self.send_window = Some(bytes);
+        self
+    }
+
+    /// Keep the RTTs of the packets acknowledged in `[from, until)` (in
+    /// [`crate::ConnRecord::rtt`]).
+    pub fn with_rtt_window(mut self, from: netsim::Time, until: netsim::Time) -> QuicConfig {
+        self.rtt_window = Some((from, until));
+        self
+    }
+
     /// Sample each connection's time series every `interval`.
     pub fn with_sampling(mut self, interval: Duration) -> QuicConfig {
         assert!(!interval.is_zero(), "sampling interval must be positive");
@@ -215,6 +236,8 @@ impl std::fmt::Debug for QuicConfig {
             .field("max_udp_payload", &self.max_udp_payload)
             .field("ack_frequency", &self.ack_frequency)
             .field("receive_window", &self.receive_window)
+            .field("send_window", &self.send_window)
+            .field("rtt_window", &self.rtt_window)
             .field("sample_interval", &self.sample_interval)
             .field("alpn", &self.alpn)
             .field("packet_log", &self.packet_log)

@@ -115,6 +115,12 @@ impl<A: App> EmbeddedEndpoint<A> {
         self.core.conns().map(|c| &c.app)
     }
 
+    /// The applications still driven (their connections neither closed
+    /// nor drained): only these act on a wake-up.
+    pub fn live_apps(&self) -> impl Iterator<Item = &A> + '_ {
+        self.core.live_conns().map(|c| &c.app)
+    }
+
     /// The applications, mutably.
     pub fn apps_mut(&mut self) -> impl Iterator<Item = &mut A> + '_ {
         self.core.conns_mut().map(|c| &mut c.app)

@@ -125,8 +125,11 @@ impl<A: App> Core<A> {
                 handle,
                 conn,
                 app,
+                record: ConnRecord {
+                    rtt: gauge.rtt().clone(),
+                    ..ConnRecord::default()
+                },
                 gauge,
-                record: ConnRecord::default(),
                 next_sample: self
                     .sample_interval
                     .map(|interval| first_tick(now, interval)),
@@ -308,6 +311,14 @@ impl<A: App> Core<A> {
     /// The connections, in creation order.
     pub(crate) fn conns(&self) -> impl Iterator<Item = &Conn<A>> + '_ {
         self.conns.values()
+    }
+
+    /// The connections whose applications are still driven (neither
+    /// closed nor drained), in creation order.
+    pub(crate) fn live_conns(&self) -> impl Iterator<Item = &Conn<A>> + '_ {
+        self.conns
+            .values()
+            .filter(|c| !c.drained && !c.conn.is_closed())
     }
 
     /// The connections, mutably, in creation order.

@@ -116,7 +116,9 @@
 //!   request/response exchanges, sequential or Poisson, one stream each,
 //!   flow completion times in a [`ShortFlowsReport`]). Applications that
 //!   keep time of their own ([`AppTimer`]) run inside the [`Timed`] host
-//!   wrapper. Video is to come.
+//!   wrapper. Video ([`VideoClient`] / [`VideoServerFactory`], Proteus
+//!   §6.3): DASH-like chunks with a BOLA-BASIC client and the Proteus-H
+//!   threshold policy, the thresholds handed to a hook on the server.
 //!
 //! # Example
 //!
@@ -170,10 +172,11 @@ mod setup;
 mod short_flows;
 mod split_proxy;
 mod timed;
+mod video;
 
 pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
-pub use bulk::{BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
+pub use bulk::{Action, BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use channel::DatagramChannel;
 pub use cid::CidLog;
@@ -187,7 +190,7 @@ pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
     MediaReceiverStats, MediaSender, MediaSenderStats, MediaTransmission, MediaWireError,
 };
-pub use metrics::{ConnRecord, ConnStats, Sample};
+pub use metrics::{ConnRecord, ConnStats, DELIVERY_BIN, DeliveryLog, RttLog, Sample};
 pub use probe::PacketEvent;
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;
@@ -200,6 +203,10 @@ pub use short_flows::{
 };
 pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
 pub use timed::{AppTimer, AppTimerHost, Timed};
+pub use video::{
+    ChunkRecord, Threshold, ThresholdHook, VideoClient, VideoConfig, VideoReport, VideoServer,
+    VideoServerFactory,
+};
 
 /// The congestion-control interface of the QUIC state machine, for crates
 /// that bring their own controllers, and noq-proto's own controllers'

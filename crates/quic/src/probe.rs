@@ -1,10 +1,12 @@
 //! A transparent wrapper around a connection's congestion controller that
 //! tracks bytes in flight from the controller callbacks, because
-//! noq-proto's public API does not expose them, and, on request, logs
-//! every packet sent, acknowledged and declared lost (by packet number),
-//! which noq-proto reports only to the controller.
+//! noq-proto's public API does not expose them, records the RTT of every
+//! acknowledged packet (the time from its sending to the callback), and,
+//! on request, logs every packet sent, acknowledged and declared lost (by
+//! packet number), which noq-proto reports only to the controller.
 
 use crate::controllers::SharedFactory;
+use crate::metrics::RttLog;
 use noq_proto::RttEstimator;
 use noq_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use std::any::Any;
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, Default)]
 pub(crate) struct InFlightGauge {
     bytes: Arc<AtomicU64>,
+    rtt: RttLog,
     packets: Option<PacketLog>,
 }
 
@@ -27,9 +30,13 @@ impl InFlightGauge {
     /// A gauge that also logs every packet's fate.
     pub(crate) fn logging() -> InFlightGauge {
         InFlightGauge {
-            bytes: Arc::default(),
             packets: Some(PacketLog::default()),
+            ..InFlightGauge::default()
         }
+    }
+    /// The connection's RTT samples.
+    pub(crate) fn rtt(&self) -> &RttLog {
+        &self.rtt
     }
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -116,11 +123,21 @@ impl PacketLog {
 pub(crate) struct ProbedFactory {
     inner: SharedFactory,
     gauge: InFlightGauge,
+    /// Keep the RTT samples of packets acknowledged in [from, until).
+    window: Option<(Instant, Instant)>,
 }
 
 impl ProbedFactory {
-    pub(crate) fn new(inner: SharedFactory, gauge: InFlightGauge) -> ProbedFactory {
-        ProbedFactory { inner, gauge }
+    pub(crate) fn new(
+        inner: SharedFactory,
+        gauge: InFlightGauge,
+        window: Option<(Instant, Instant)>,
+    ) -> ProbedFactory {
+        ProbedFactory {
+            inner,
+            gauge,
+            window,
+        }
     }
 }
 
@@ -129,6 +146,7 @@ impl ControllerFactory for ProbedFactory {
         Box::new(Probed {
             inner: self.inner.clone().build(now, current_mtu),
             gauge: self.gauge.clone(),
+            window: self.window,
         })
     }
 }
@@ -138,6 +156,7 @@ impl ControllerFactory for ProbedFactory {
 struct Probed {
     inner: Box<dyn Controller>,
     gauge: InFlightGauge,
+    window: Option<(Instant, Instant)>,
 }
 
 impl Controller for Probed {
@@ -166,6 +185,12 @@ impl Controller for Probed {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        let keep = self
+            .window
+            .is_some_and(|(from, until)| from <= now && now < until);
+        self.gauge
+            .rtt()
+            .record(now.saturating_duration_since(sent), keep);
         if let Some(log) = &self.gauge.packets {
             log.push(PacketEvent::Acked { pn });
             log.note_rtt(rtt);
@@ -241,6 +266,7 @@ impl Controller for Probed {
         Box::new(Probed {
             inner: self.inner.clone_box(),
             gauge: self.gauge.clone(),
+            window: self.window,
         })
     }
 

@@ -35,6 +35,10 @@ pub(crate) struct EndpointSetup {
     ack_frequency: Option<crate::config::AckFrequency>,
     /// Flow-control credit for the peer, if not noq-proto's default.
     receive_window: Option<u32>,
+    /// Unacknowledged bytes to allow in flight, if not noq-proto's default.
+    send_window: Option<u64>,
+    /// Keep the RTTs of packets acknowledged in this window.
+    rtt_window: Option<(std::time::Instant, std::time::Instant)>,
     /// Where qlog traces go, if anywhere.
     #[cfg(feature = "qlog")]
     qlog: Option<crate::qlog::QlogSet>,
@@ -74,16 +78,21 @@ impl EndpointSetup {
         let mut provider = rustls::crypto::ring::default_provider();
         provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));
         provider.kx_groups = vec![SeededX25519::leak(seed, &format!("{label}/tls-kx"))];
+        let clock = config.clock.unwrap_or_default();
         EndpointSetup {
             endpoint: Arc::new(endpoint),
             controller,
             provider: Arc::new(provider),
             label: label.to_string(),
             wall: VirtualWallClock::default(),
-            clock: config.clock.unwrap_or_default(),
+            clock,
             max_udp_payload: config.max_udp_payload,
             ack_frequency: config.ack_frequency,
             receive_window: config.receive_window,
+            send_window: config.send_window,
+            rtt_window: config
+                .rtt_window
+                .map(|(from, until)| (clock.instant(from), clock.instant(until))),
             #[cfg(feature = "qlog")]
             qlog: config.qlog.clone(),
             alpn: config.alpn.clone().unwrap_or_else(|| crate::ALPN.to_vec()),
@@ -111,6 +120,7 @@ impl EndpointSetup {
             .congestion_controller_factory(Arc::new(ProbedFactory::new(
                 self.controller.clone(),
                 gauge.clone(),
+                self.rtt_window,
             )))
             .enable_segmentation_offload(false);
         if let Some(bytes) = self.max_udp_payload {
@@ -123,6 +133,9 @@ impl EndpointSetup {
             transport
                 .stream_receive_window(VarInt::from_u32(bytes))
                 .receive_window(VarInt::from_u32(bytes));
+        }
+        if let Some(bytes) = self.send_window {
+            transport.send_window(bytes);
         }
         if let Some(loss) = self.loss_detection {
             transport

@@ -158,9 +158,11 @@ impl Middlebox for TunnelServer {
         if self.endpoint.poll_timeout().is_some_and(|at| at <= now) {
             self.endpoint.handle_timeout(now);
         }
+        // Only live connections' applications: a closed one is never
+        // driven again, so its stale wake-up would fire forever.
         if self
             .endpoint
-            .apps()
+            .live_apps()
             .filter_map(ServerApp::next_wakeup)
             .any(|at| at <= now)
         {
@@ -181,7 +183,7 @@ impl Middlebox for TunnelServer {
     fn poll_timeout(&mut self) -> Option<Time> {
         let apps = self
             .endpoint
-            .apps()
+            .live_apps()
             .filter_map(ServerApp::next_wakeup)
             .min();
         self.endpoint.poll_timeout().into_iter().chain(apps).min()

@@ -4,7 +4,6 @@
 
 mod plot;
 
-use crate::figure::Plot;
 use crate::outcome::{Mode, slug};
 use crate::run::RunResults;
 use crate::scenario::ScenarioFile;
@@ -44,18 +43,8 @@ pub fn write(
     }
     put("summary.md", markdown(&results.summary).as_bytes())?;
     for (index, figure) in file.base.figures().iter().enumerate() {
-        let stem = match figure {
-            Plot::Bars { metric, .. } => format!("{index}-{metric}"),
-            Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
-            Plot::Series { field, trial, .. } => format!("{index}-{field}-trial{trial}"),
-            Plot::Lines { metric, .. } => format!("{index}-{metric}-lines"),
-        };
-        let title = match figure {
-            Plot::Bars { title, .. }
-            | Plot::Cdf { title, .. }
-            | Plot::Series { title, .. }
-            | Plot::Lines { title, .. } => title.clone().unwrap_or_else(|| file.base.title.clone()),
-        };
+        let stem = figure.stem(index);
+        let title = figure.title().unwrap_or(&file.base.title).to_string();
         for extension in ["svg", "png"] {
             let path = dir.join(format!("{stem}.{extension}"));
             plot::draw(&path, figure, &title, results)
@@ -64,6 +53,33 @@ pub fn write(
         }
     }
     written.extend(figures);
+    Ok(written)
+}
+
+/// Writes a shard's trial files and its manifest under `dir` (the merge
+/// writes the rest), and returns the paths written.
+pub fn write_shard(
+    dir: &Path,
+    results: &RunResults,
+    manifest: &crate::run::Manifest,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for trial in results.trials.iter().flatten() {
+        let path = dir.join(format!(
+            "trials/{}/{}.json",
+            slug(&trial.variant),
+            trial.trial
+        ));
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, json(trial))?;
+        written.push(path);
+    }
+    let path = dir.join(crate::run::MANIFEST);
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(&path, json(manifest))?;
+    written.push(path);
     Ok(written)
 }
 

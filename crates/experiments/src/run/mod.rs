@@ -9,8 +9,10 @@
 //! mode) are skipped and listed with the reason.
 
 mod progress;
+mod shard;
 
 pub use progress::Progress;
+pub use shard::{MANIFEST, Manifest, Shard, merge};
 
 use crate::outcome::{Mode, TrialResult};
 use crate::scenario::{MAX_TRIALS, ScenarioError, ScenarioFile, Variant};
@@ -30,11 +32,14 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Run only the variants whose names contain this text.
     pub only: Option<String>,
-    /// Run only these variants, by name (default: all).
+    /// Run only these variants (or swept variants, all their points), by
+    /// name (default: all).
     pub variants: Vec<String>,
     /// In the simulator (default) or on real testbeds (network namespaces;
     /// needs root).
     pub mode: Mode,
+    /// Run only this shard of the trials (`--shard K/N`).
+    pub shard: Option<Shard>,
 }
 
 /// The results of a run, before they are written anywhere.
@@ -49,7 +54,7 @@ pub struct RunResults {
 }
 
 /// A variant ready to run.
-type Ready<'a> = (&'a Variant, Prepared);
+pub(crate) type Ready<'a> = (&'a Variant, Prepared);
 
 /// Variants skipped in this mode, with why.
 type Skipped = Vec<(String, String)>;
@@ -72,7 +77,7 @@ pub fn run(
 
 /// The variants that run in this mode (and match `--only`), prepared with
 /// the options' seed and trial count; the ones skipped, with why.
-fn prepare<'a>(
+pub(crate) fn prepare<'a>(
     file: &'a ScenarioFile,
     options: &RunOptions,
 ) -> Result<(Vec<Ready<'a>>, Skipped), ScenarioError> {
@@ -92,7 +97,7 @@ fn prepare<'a>(
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
     for variant in &file.variants {
-        let named = options.variants.is_empty() || options.variants.contains(&variant.name);
+        let named = options.variants.is_empty() || variant.is_named_by(&options.variants);
         let matches = options
             .only
             .as_ref()
@@ -141,12 +146,17 @@ fn execute(
     progress: &mut Progress,
 ) -> Vec<Vec<TrialResult>> {
     // Trial `t` of variant `v` is task `starts[v] + t`: no list of tasks.
+    // A shard runs the tasks `index − 1`, `index − 1 + count`, …
     let mut starts = Vec::with_capacity(variants.len() + 1);
-    let mut total = 0usize;
+    let mut all = 0usize;
     for (_, prepared) in variants {
-        starts.push(total);
-        total += prepared.scenario().trials as usize;
+        starts.push(all);
+        all += prepared.scenario().trials as usize;
     }
+    let (first, step) = options
+        .shard
+        .map_or((0, 1), |s| ((s.index - 1) as usize, s.count as usize));
+    let total = all.saturating_sub(first).div_ceil(step);
     let jobs = match options.mode {
         // Real trials measure the machine: one at a time.
         Mode::Real => 1,
@@ -165,10 +175,11 @@ fn execute(
             let (next, starts) = (&next, &starts);
             scope.spawn(move || {
                 loop {
-                    let task = next.fetch_add(1, Ordering::Relaxed);
-                    if task >= total {
+                    let ordinal = next.fetch_add(1, Ordering::Relaxed);
+                    if ordinal >= total {
                         return;
                     }
+                    let task = first + ordinal * step;
                     let v = starts.partition_point(|&start| start <= task) - 1;
                     let (variant, prepared) = &variants[v];
                     let trial = (task - starts[v]) as u32;
@@ -193,7 +204,7 @@ fn execute(
 }
 
 /// Each variant's summary, and the claims that can be checked on what ran.
-fn summarize(
+pub(crate) fn summarize(
     file: &ScenarioFile,
     mode: Mode,
     variants: &[Ready<'_>],
@@ -217,15 +228,20 @@ fn summarize(
         checks: Vec::new(),
     };
     // A run of some variants (`--only`) checks only what it can.
-    let ran = |name: &Option<String>| {
-        name.as_ref()
-            .is_none_or(|name| summary.variants.iter().any(|v| &v.name == name))
+    let ran = |name: &Option<String>, series: bool| {
+        name.as_ref().is_none_or(|name| {
+            summary.variants.iter().any(|v| {
+                &v.name == name || (series && v.sweep.as_ref().is_some_and(|p| &p.series == name))
+            })
+        })
     };
     let checks = file
         .checks
         .iter()
         .filter(|c| c.mode.is_none_or(|m| m == mode))
-        .filter(|c| ran(&Some(c.variant.clone())) && ran(&c.ratio_to))
+        .filter(|c| {
+            ran(&Some(c.variant.clone()), c.over_series()) && ran(&c.ratio_to, c.over_series())
+        })
         .map(|check| CheckResult::evaluate(check, &summary))
         .collect();
     Summary { checks, ..summary }

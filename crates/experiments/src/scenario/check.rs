@@ -11,6 +11,12 @@
 //! at_least = 3.0                   # and/or at_most
 //! # statistic = "max"              # bound the largest trial's value instead
 //! ```
+//!
+//! Over a swept variant's points (its *series*): `across = "min"`,
+//! `"max"` or `"median"` bounds that statistic of the points' medians,
+//! and `crossing = 45` bounds the smallest swept value at which the median
+//! reaches 45 (no value if it never does); `variant` and `ratio_to` then
+//! name series.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,18 +45,27 @@ pub struct Check {
     /// Which value of each variant is bounded (default: the median).
     #[serde(default, skip_serializing_if = "Statistic::is_median")]
     pub statistic: Statistic,
+    /// Read this statistic of a series' point medians instead of one
+    /// variant's value.
+    #[serde(default)]
+    pub across: Option<Statistic>,
+    /// Read the smallest swept value at which a series' median reaches
+    /// this.
+    #[serde(default)]
+    pub crossing: Option<f64>,
 }
 
-/// Which value of a variant's trials a check bounds.
+/// Which value of a variant's trials a check bounds (`statistic`), or of
+/// a series' point medians (`across`).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Statistic {
     /// The median.
     #[default]
     Median,
-    /// The smallest trial's value (a claim on every run: `at_least`).
+    /// The smallest value (of trials: a claim on every run with `at_least`).
     Min,
-    /// The largest trial's value (a claim on every run: `at_most`).
+    /// The largest value (of trials: a claim on every run with `at_most`).
     Max,
 }
 
@@ -70,22 +85,41 @@ impl Statistic {
 }
 
 impl Check {
-    /// What is wrong with this check against the file's variant names, if
-    /// anything: `(field, message)`.
-    pub fn problem(&self, variants: &[&str]) -> Option<(&'static str, String)> {
+    /// Whether `variant` and `ratio_to` name series (swept variants).
+    pub fn over_series(&self) -> bool {
+        self.across.is_some() || self.crossing.is_some()
+    }
+}
+
+impl Check {
+    /// What is wrong with this check against the file's variant and
+    /// series names, if anything: `(field, message)`.
+    pub fn problem(&self, variants: &[&str], series: &[&str]) -> Option<(&'static str, String)> {
         if self.at_least.is_none() && self.at_most.is_none() {
             return Some(("at_least", "give `at_least`, `at_most` or both".into()));
         }
-        let known = |name: &str| variants.contains(&name);
-        if !known(&self.variant) {
+        if self.across.is_some() && self.crossing.is_some() {
+            return Some(("crossing", "give `across` or `crossing`, not both".into()));
+        }
+        if self.over_series() && self.statistic != Statistic::Median {
             return Some((
-                "variant",
-                format!("no variant is called {:?}", self.variant),
+                "statistic",
+                "a check over a series reads its points' medians; use `across`".into(),
             ));
+        }
+        let names = if self.over_series() { series } else { variants };
+        let known = |name: &str| names.contains(&name);
+        let what = if self.over_series() {
+            "swept variant (series)"
+        } else {
+            "variant"
+        };
+        if !known(&self.variant) {
+            return Some(("variant", format!("no {what} is called {:?}", self.variant)));
         }
         match &self.ratio_to {
             Some(other) if !known(other) => {
-                Some(("ratio_to", format!("no variant is called {other:?}")))
+                Some(("ratio_to", format!("no {what} is called {other:?}")))
             }
             _ => None,
         }

@@ -5,8 +5,9 @@ use super::Scenario;
 use super::check::Check;
 use super::error::{ScenarioError, field_error, first_line};
 use super::raw::RawScenario;
+use super::sweep::{Dimension, Sweep, SweepPoint, set_dotted};
 use crate::figure::Plot;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -30,16 +31,16 @@ pub struct Variant {
     pub scenario: Scenario,
 }
 
-/// Where a variant lies in a sweep (`sweep = { field, values }`): one line
-/// of a `lines` plot is a swept variant, one point is a value.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub struct SweepPoint {
-    /// The swept variant's name (the line).
-    pub series: String,
-    /// The dotted field that was swept.
-    pub field: String,
-    /// Its value here (the x coordinate).
-    pub x: f64,
+impl Variant {
+    /// Whether `names` names it: its own name, or its swept variant's (a
+    /// series names all its points).
+    pub fn is_named_by(&self, names: &[String]) -> bool {
+        names.contains(&self.name)
+            || self
+                .sweep
+                .as_ref()
+                .is_some_and(|point| names.contains(&point.series))
+    }
 }
 
 /// A loaded scenario file: the base and its variants.
@@ -67,7 +68,8 @@ pub struct Quick {
     /// Trials per variant (default 1).
     #[serde(default = "one_trial")]
     pub trials: u32,
-    /// Only these variants, by name (default: all).
+    /// Only these variants, by name (a swept variant's name: all its
+    /// points; default: all).
     #[serde(default)]
     pub variants: Vec<String>,
     /// Also run them in real mode (default false).
@@ -154,14 +156,26 @@ impl ScenarioFile {
                 ));
             }
         }
+        let mut series: Vec<&str> = Vec::new();
+        for variant in &variants {
+            if let Some(point) = &variant.sweep
+                && !series.contains(&point.series.as_str())
+            {
+                series.push(&point.series);
+            }
+        }
         let checks = check_tables
             .into_iter()
             .enumerate()
-            .map(|(index, value)| parse_check(&path, index, value, &names))
+            .map(|(index, value)| parse_check(&path, index, value, &names, &series))
             .collect::<Result<_, _>>()?;
         let quick = match quick {
             None => None,
-            Some(value) => Some(parse_quick(&path, value, &names)?),
+            Some(value) => Some(parse_quick(
+                &path,
+                value,
+                &[&names[..], &series[..]].concat(),
+            )?),
         };
         Ok(ScenarioFile {
             path,
@@ -278,34 +292,23 @@ fn parse_variant(
              variants",
         ));
     }
-    let leaf = sweep
-        .field
-        .rsplit('.')
-        .next()
-        .unwrap_or(&sweep.field)
-        .to_string();
-    let unit = sweep.unit.as_deref().unwrap_or("");
-    for x in sweep.values {
-        let point = format!("{name}, {leaf} = {x}{unit}");
+    let name_of_series = name;
+    for point in sweep.points() {
+        let name = format!("{name_of_series}, {}", point.label);
         let mut swept = merged.clone();
-        // Whole numbers go in as integers, so that integer fields
-        // (thresholds, counts) can be swept too.
-        let value = match &sweep.unit {
-            // A quantity: "80ms", "10MB".
-            Some(unit) => toml::Value::String(format!("{x}{unit}")),
-            None if x.fract() == 0.0 && x.abs() < 1e15 => toml::Value::Integer(x as i64),
-            None => toml::Value::Float(x),
-        };
-        set_dotted(&mut swept, &sweep.field, value);
-        let point_context = format!("variant \"{point}\": ");
+        for (field, value) in point.fields {
+            set_dotted(&mut swept, &field, value);
+        }
+        let point_context = format!("variant \"{name}\": ");
         let scenario = resolve(path, &point_context, toml::Value::Table(swept))?;
         variants.push(Variant {
-            name: point,
+            name,
             paper: BTreeMap::new(),
             sweep: Some(SweepPoint {
-                series: name.clone(),
-                field: sweep.field.clone(),
-                x,
+                series: name_of_series.clone(),
+                field: sweep.field().to_string(),
+                x: point.x,
+                rest: point.rest,
             }),
             scenario,
         });
@@ -313,37 +316,41 @@ fn parse_variant(
     Ok(())
 }
 
-/// A variant's `sweep = { field = "hops.near.loss", values = [0, 0.01] }`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Sweep {
-    field: String,
-    values: Vec<f64>,
-    #[serde(default)]
-    unit: Option<String>,
-}
-
 fn parse_sweep(path: &Path, context: &str, value: toml::Value) -> Result<Sweep, ScenarioError> {
-    let sweep = deserialize::<Sweep>(value, |field, message| {
-        field_error(
-            path,
-            context,
-            &format!("sweep.{field}"),
-            &format!(
-                "{message} (sweep = {{ field = \"hops.near.loss\", values = [0, 0.01] }}: a \
-                 dotted field, its numeric values and optionally their `unit`, such as \"ms\")"
-            ),
-        )
-    })?;
-    if sweep.values.is_empty() {
-        return Err(field_error(path, context, "sweep.values", "is empty"));
-    }
-    if sweep.field.is_empty() || sweep.field.split('.').any(str::is_empty) {
+    let hint = "(sweep = { field = \"hops.near.loss\", values = [0, 0.01] }: a dotted field, \
+                its numeric values and optionally their `unit`, such as \"ms\", and fields set \
+                `with` them; or a list of such tables, one per dimension)";
+    let dimension = |value: toml::Value, at: String| {
+        deserialize::<Dimension>(value, |field, message| {
+            field_error(
+                path,
+                context,
+                &format!("{at}.{field}"),
+                &format!("{message} {hint}"),
+            )
+        })
+    };
+    let sweep = match value {
+        toml::Value::Array(items) => Sweep::Product(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| dimension(item, format!("sweep[{i}]")))
+                .collect::<Result<_, _>>()?,
+        ),
+        other => Sweep::One(dimension(other, "sweep".into())?),
+    };
+    if let Some((field, message)) = sweep.problem() {
+        let dot = if field.starts_with('[') || field.is_empty() {
+            ""
+        } else {
+            "."
+        };
         return Err(field_error(
             path,
             context,
-            "sweep.field",
-            "must be a dotted field such as \"hops.near.loss\"",
+            &format!("sweep{dot}{field}"),
+            &message,
         ));
     }
     Ok(sweep)
@@ -355,6 +362,7 @@ fn parse_check(
     index: usize,
     value: toml::Value,
     names: &[&str],
+    series: &[&str],
 ) -> Result<Check, ScenarioError> {
     let field = format!("check[{index}]");
     let check = deserialize::<Check>(value, |inner, message| {
@@ -364,11 +372,11 @@ fn parse_check(
             &format!("{field}.{inner}"),
             &format!(
                 "{message} (a check has claim, metric, variant, optional ratio_to, at_least \
-                 and/or at_most)"
+                 and/or at_most, across or crossing)"
             ),
         )
     })?;
-    if let Some((name, message)) = check.problem(names) {
+    if let Some((name, message)) = check.problem(names, series) {
         return Err(field_error(path, "", &format!("{field}.{name}"), &message));
     }
     Ok(check)
@@ -403,28 +411,6 @@ fn deserialize<T: for<'de> Deserialize<'de>>(
     let mut track = serde_path_to_error::Track::new();
     let de = serde_path_to_error::Deserializer::new(value, &mut track);
     T::deserialize(de).map_err(|e| error(&track.path().to_string(), first_line(&e.to_string())))
-}
-
-/// Sets the dotted `field` of `table` to `value`, making tables on the way.
-fn set_dotted(table: &mut toml::Table, field: &str, value: toml::Value) {
-    let mut parts: Vec<&str> = field.split('.').collect();
-    let Some(last) = parts.pop() else {
-        return;
-    };
-    let mut here = table;
-    for part in parts {
-        let entry = here
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !entry.is_table() {
-            *entry = toml::Value::Table(toml::Table::new());
-        }
-        let toml::Value::Table(next) = entry else {
-            return;
-        };
-        here = next;
-    }
-    here.insert(last.to_string(), value);
 }
 
 /// Overlays `over` onto `base`, table by table; other values are replaced,

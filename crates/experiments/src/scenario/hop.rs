@@ -68,8 +68,10 @@ pub enum Buffer {
 }
 
 impl Hop {
-    /// Validates a hop as written; errors name the field within the hop.
-    pub(crate) fn new(name: &str, raw: &RawHop) -> Result<Hop, (String, String)> {
+    /// Validates a hop as written, on a path whose round-trip propagation
+    /// delay is `rtt` (for buffers given in bandwidth-delay products);
+    /// errors name the field within the hop.
+    pub(crate) fn new(name: &str, raw: &RawHop, rtt: Duration) -> Result<Hop, (String, String)> {
         let fail = |field: &str, message: String| Err((field.to_string(), message));
         let trace = |path: &PathBuf, field| Capacity::Trace {
             trace: path.clone(),
@@ -98,32 +100,10 @@ impl Hop {
         let buffer = match raw.buffer {
             RawBuffer::Unlimited => Buffer::Unlimited,
             RawBuffer::DropTail {
-                packets: Some(_),
-                bytes: Some(_),
-            }
-            | RawBuffer::DropTail {
-                packets: None,
-                bytes: None,
-            } => {
-                return fail(
-                    "buffer",
-                    "drop_tail takes one of `packets` or `bytes`".into(),
-                );
-            }
-            RawBuffer::DropTail {
-                packets: Some(0), ..
-            }
-            | RawBuffer::DropTail {
-                bytes: Some(Bytes(0)),
-                ..
-            } => return fail("buffer", "the limit must be positive".into()),
-            RawBuffer::DropTail {
-                packets: Some(packets),
-                ..
-            } => Buffer::Packets(packets),
-            RawBuffer::DropTail {
-                bytes: Some(bytes), ..
-            } => Buffer::Bytes(bytes.0),
+                packets,
+                bytes,
+                bdp,
+            } => drop_tail(packets, bytes, bdp, raw, rtt)?,
             RawBuffer::Red { limit } => {
                 let Some(rate) = raw.rate else {
                     return fail(
@@ -150,6 +130,25 @@ impl Hop {
             loss_direction: raw.loss_direction,
             jitter: raw.jitter.map(|span| span.0).filter(|j| !j.is_zero()),
         })
+    }
+
+    /// Its constant client → server rate, if it has one.
+    pub fn rate(&self) -> Option<Rate> {
+        match self.forward {
+            Capacity::Rate(rate) => Some(rate),
+            Capacity::Trace { .. } => None,
+        }
+    }
+
+    /// Its queue's limit in bytes, if it has one (packets count as 1500
+    /// bytes).
+    pub fn buffer_bytes(&self) -> Option<u64> {
+        match self.buffer {
+            Buffer::Unlimited => None,
+            Buffer::Packets(packets) => Some(packets.saturating_mul(1500)),
+            Buffer::Bytes(bytes) => Some(bytes),
+            Buffer::Red { limit, .. } => Some(limit),
+        }
     }
 
     /// The traces it names.
@@ -192,6 +191,34 @@ impl Hop {
             direction(&self.forward, self.loss_direction != LossDirection::Reverse),
             direction(&self.reverse, self.loss_direction != LossDirection::Forward),
         )
+    }
+}
+
+/// A drop-tail queue of `packets`, `bytes` or `bdp` bandwidth-delay
+/// products (the hop's rate times `rtt`): exactly one of them.
+fn drop_tail(
+    packets: Option<u64>,
+    bytes: Option<Bytes>,
+    bdp: Option<f64>,
+    raw: &RawHop,
+    rtt: Duration,
+) -> Result<Buffer, (String, String)> {
+    let fail = |message: &str| Err(("buffer".to_string(), message.to_string()));
+    match (packets, bytes, bdp) {
+        (Some(0), None, None) | (None, Some(Bytes(0)), None) => fail("the limit must be positive"),
+        (Some(packets), None, None) => Ok(Buffer::Packets(packets)),
+        (None, Some(bytes), None) => Ok(Buffer::Bytes(bytes.0)),
+        (None, None, Some(factor)) => {
+            let Some(rate) = raw.rate else {
+                return fail("a buffer in bandwidth-delay products needs the hop's `rate`");
+            };
+            if !(factor.is_finite() && factor > 0.0) {
+                return fail("`bdp` must be positive");
+            }
+            let bytes = factor * rate.0.bits_per_sec() as f64 / 8.0 * rtt.as_secs_f64();
+            Ok(Buffer::Bytes((bytes.round() as u64).max(1)))
+        }
+        _ => fail("drop_tail takes one of `packets`, `bytes` or `bdp`"),
     }
 }
 

@@ -20,19 +20,21 @@ mod error;
 mod file;
 mod hop;
 mod raw;
+mod sweep;
 mod validate;
 
 pub use check::{Check, Statistic};
 pub use error::ScenarioError;
-pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, SweepPoint, Variant};
+pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, Variant};
 pub use hop::{Buffer, Capacity, Hop};
-pub use raw::{AckFrequencySpec, LossDirection, Transport};
+pub use raw::{AckFrequencySpec, LossDirection, SwitchTo, Transport};
+pub use sweep::SweepPoint;
 pub use validate::{MAX_HOPS, MAX_TRIALS};
 
 use crate::figure::Plot;
-use crate::outcome::Mode;
+use crate::outcome::{Mode, Window};
 use crate::systems::{Middle, Topology};
-use crate::workloads::{TcpTransfer, Workload};
+use crate::workloads::{Amount, TcpTransfer, Workload};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -73,6 +75,11 @@ pub struct Scenario {
     pub traffic: Traffic,
     /// Figures to draw (empty: the workload's usual ones).
     pub plots: Vec<Plot>,
+    /// The window per-flow throughput and RTTs are measured over.
+    pub measure: Option<Window>,
+    /// QUIC's flow-control and send windows, bytes (`None`: sized from
+    /// the path).
+    pub transport_window: Option<u64>,
 }
 
 /// Who carries a scenario's traffic.
@@ -114,10 +121,19 @@ pub struct Flow {
     pub server_min_ack_delay: Option<Duration>,
     /// When the client starts.
     pub start: Duration,
-    /// Its own transfer size, replacing the workload's.
-    pub size: Option<u64>,
+    /// Its own amount (bulk), replacing the workload's.
+    pub amount: Option<Amount>,
     /// Whether the middle system serves it.
     pub served: bool,
+    /// Whether it is also run without the flows not so marked (its
+    /// throughput and RTT relative to alone).
+    pub alone: bool,
+    /// Its data sender's changes of utility, at their times.
+    pub switch: Vec<(Duration, cc::Utility)>,
+    /// Its own workload, replacing the scenario's.
+    pub workload: Option<Workload>,
+    /// The `[[flows]]` entry it was expanded from by a `count`, if any.
+    pub group: Option<String>,
     /// On a dumbbell: this flow's own one-way delays on its client and
     /// server access hops, if set.
     pub access_delays: (Option<Duration>, Option<Duration>),
@@ -154,6 +170,27 @@ impl Scenario {
         netsim::Seed::new(self.seed).derive(&format!("trial/{trial}"))
     }
 
+    /// The bottleneck: a dumbbell's shared hop, or a chain's slowest hop
+    /// of constant rate.
+    pub fn bottleneck(&self) -> Option<&Hop> {
+        match &self.traffic {
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                ..
+            } => self.path.get(1),
+            _ => self
+                .path
+                .iter()
+                .filter(|hop| hop.rate().is_some())
+                .min_by_key(|hop| hop.rate().map(|rate| rate.bits_per_sec())),
+        }
+    }
+
+    /// The workload `flow` runs.
+    pub fn workload_of<'a>(&'a self, flow: &'a Flow) -> &'a Workload {
+        flow.workload.as_ref().unwrap_or(&self.workload)
+    }
+
     /// The flows of our hosts (none with Linux TCP).
     pub fn flows(&self) -> &[Flow] {
         match &self.traffic {
@@ -168,14 +205,53 @@ impl Scenario {
             Traffic::Hosts {
                 topology: Topology::Dumbbell,
                 flows,
-            } => {
-                // Competing flows: the total, each flow's share, the fairness.
+            } if flows
+                .iter()
+                .all(|f| matches!(self.workload_of(f), Workload::Bulk(_))) =>
+            {
+                if self.measure.is_some() {
+                    // Measured over a window: each flow's (or group's)
+                    // throughput in it, the fairness and the utilisation.
+                    let mut names = Vec::new();
+                    for flow in flows {
+                        let who = flow.group.as_deref().or(flow.name.as_deref()).unwrap_or("");
+                        let name = format!("throughput_mbps_{}", crate::outcome::slug(who));
+                        if !names.contains(&name) {
+                            names.push(name);
+                        }
+                    }
+                    names.extend(["jain_index_window".into(), "utilization".into()]);
+                    return names;
+                }
+                // Competing bulk flows: the total, each flow's share, the
+                // fairness.
                 let mut names = vec!["goodput_mbps".to_string()];
                 for name in flows.iter().filter_map(|flow| flow.name.as_deref()) {
                     names.push(format!("share_{}", crate::outcome::slug(name)));
                 }
                 names.push("jain_index".to_string());
                 names
+            }
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                flows,
+            } => {
+                // Other competing flows: their workloads' metrics per flow,
+                // or per group of flows.
+                let mut names = Vec::new();
+                for flow in flows {
+                    let who = flow.group.as_deref().or(flow.name.as_deref()).unwrap_or("");
+                    for metric in self.workload_of(flow).kind().headline() {
+                        let name = format!("{metric}_{}", crate::outcome::slug(who));
+                        if !names.contains(&name) {
+                            names.push(name);
+                        }
+                    }
+                }
+                names
+            }
+            _ if self.measure.is_some() && matches!(self.workload, Workload::Bulk(_)) => {
+                vec!["throughput_mbps".into()]
             }
             _ => self
                 .workload

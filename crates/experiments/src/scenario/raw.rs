@@ -47,6 +47,21 @@ pub(crate) struct RawScenario {
     pub flows: Vec<RawFlow>,
     #[serde(default)]
     pub plots: Vec<Plot>,
+    /// The window per-flow throughput and RTTs are measured over.
+    #[serde(default)]
+    pub measure: Option<RawMeasure>,
+    /// QUIC's flow-control and send windows (default: from the path's
+    /// bandwidth-delay product and buffers).
+    #[serde(default)]
+    pub transport_window: Option<Bytes>,
+}
+
+/// `measure = { from = "20s", until = "120s" }`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMeasure {
+    pub from: Span,
+    pub until: Span,
 }
 
 fn default_seed() -> u64 {
@@ -166,6 +181,10 @@ pub(crate) enum RawBuffer {
         packets: Option<u64>,
         #[serde(default)]
         bytes: Option<Bytes>,
+        /// Times the path's bandwidth-delay product (the hop's rate times
+        /// the path's round-trip propagation delay).
+        #[serde(default)]
+        bdp: Option<f64>,
     },
     Red {
         limit: Bytes,
@@ -177,6 +196,8 @@ pub(crate) enum RawBuffer {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFlow {
     pub name: String,
+    /// The data sender's controller: the client's, or the server's when
+    /// the flow's workload sends from the server (default: the scenario's).
     #[serde(default, deserialize_with = "crate::shorthand::tagged_option")]
     pub controller: Option<cc::Controller>,
     /// The scenario's middle system serves this flow.
@@ -186,6 +207,24 @@ pub(crate) struct RawFlow {
     pub start: Span,
     #[serde(default)]
     pub size: Option<Bytes>,
+    #[serde(default)]
+    pub duration: Option<Span>,
+    /// Expand into this many flows, `<name> 1` … `<name> N`.
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Each expanded flow starts this long after the previous one.
+    #[serde(default)]
+    pub stagger: Span,
+    /// Also run this flow without the flows not marked so, to report its
+    /// throughput and RTT relative to running alone.
+    #[serde(default)]
+    pub alone: bool,
+    /// Changes of the flow's utility at set times (PCC controllers).
+    #[serde(default)]
+    pub switch: Vec<RawSwitch>,
+    /// The flow's own workload (default: the scenario's).
+    #[serde(default)]
+    pub workload: Option<Workload>,
     /// This flow's own one-way delay on its client access hop (`path[0]`).
     #[serde(default)]
     pub client_delay: Option<Span>,
@@ -193,4 +232,41 @@ pub(crate) struct RawFlow {
     /// 10 µs).
     #[serde(default)]
     pub server_delay: Option<Span>,
+}
+
+/// `{ at = "30s", to = "proteus-s" }`: from `at` on, the flow's sender
+/// scores its MIs with `to`'s utility.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSwitch {
+    /// When, from the start of the trial.
+    pub at: Span,
+    /// The utility.
+    pub to: SwitchTo,
+}
+
+/// A utility a flow can switch to, by its controller's name.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwitchTo {
+    /// PCC Vivace's utility.
+    Vivace,
+    /// Proteus-P.
+    ProteusP,
+    /// Proteus-S.
+    ProteusS,
+    /// Proteus-H.
+    ProteusH,
+}
+
+impl SwitchTo {
+    /// The utility.
+    pub fn utility(self) -> cc::Utility {
+        match self {
+            SwitchTo::Vivace => cc::Utility::Vivace,
+            SwitchTo::ProteusP => cc::Utility::Primary,
+            SwitchTo::ProteusS => cc::Utility::Scavenger,
+            SwitchTo::ProteusH => cc::Utility::Hybrid,
+        }
+    }
 }

@@ -4,9 +4,10 @@
 use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport};
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
-use crate::outcome::slug;
+use crate::outcome::{Window, slug};
 use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Topology};
+use crate::workloads::Amount;
 use crate::workloads::{Side, TcpTransfer, Traits, Workload};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -94,10 +95,13 @@ impl RawScenario {
             },
             Transport::Quic => Traffic::Hosts {
                 topology: Topology::Dumbbell,
-                flows: self.dumbbell_flows(middle_at, traits)?,
+                flows: self.dumbbell_flows(middle_at)?,
             },
         };
+        let measure = self.measure()?;
         Ok(Scenario {
+            measure,
+            transport_window: self.transport_window.map(|bytes| bytes.0),
             name: self.name,
             title: self.title,
             source: self.source,
@@ -177,6 +181,31 @@ impl RawScenario {
         Ok(())
     }
 
+    /// The measurement window: within the run.
+    fn measure(&self) -> Result<Option<Window>, Problem> {
+        let Some(raw) = self.measure else {
+            return Ok(None);
+        };
+        if raw.from.0 >= raw.until.0 {
+            return fail("measure.until", "must be after `measure.from`");
+        }
+        if raw.until.0 > self.time_limit.0 {
+            return fail("measure.until", "must be within `time_limit`");
+        }
+        if self.transport == Transport::Tcp {
+            return fail("measure", "needs our hosts (transport = \"quic\")");
+        }
+        if let Some(bytes) = self.transport_window
+            && !(65_536..=1 << 40).contains(&bytes.0)
+        {
+            return fail("transport_window", "must be from 64 KiB to 1 TB");
+        }
+        Ok(Some(Window {
+            from: netsim::Time::ZERO + raw.from.0,
+            until: netsim::Time::ZERO + raw.until.0,
+        }))
+    }
+
     /// The hops of `path`, validated.
     fn path_hops(&self) -> Result<Vec<Hop>, Problem> {
         if self.path.is_empty() {
@@ -193,6 +222,13 @@ impl RawScenario {
                 ),
             );
         }
+        // The round-trip propagation delay, for buffers given in BDPs.
+        let rtt = 2 * self
+            .path
+            .iter()
+            .filter_map(|name| self.hops.get(name))
+            .map(|hop| hop.delay.0)
+            .sum::<Duration>();
         let mut validated: BTreeMap<&str, Hop> = BTreeMap::new();
         let mut path = Vec::with_capacity(self.path.len());
         for (index, name) in self.path.iter().enumerate() {
@@ -204,7 +240,7 @@ impl RawScenario {
                 );
             };
             if !validated.contains_key(name.as_str()) {
-                let hop = Hop::new(name, raw)
+                let hop = Hop::new(name, raw, rtt)
                     .map_err(|(field, message)| (format!("hops.{name}.{field}"), message))?;
                 validated.insert(name, hop);
             }
@@ -253,11 +289,17 @@ impl RawScenario {
                 "with transport = \"tcp\", a Linux congestion control's name such as \"cubic\"",
             ),
         };
+        let crate::workloads::Amount::Size(size) = bulk.amount else {
+            return fail(
+                "workload.duration",
+                "with transport = \"tcp\", a bulk transfer has a `size`",
+            );
+        };
         Ok(TcpTransfer {
             client: endpoint_addr(&self.client, CLIENT_PORT),
             server: endpoint_addr(&self.server, SERVER_PORT),
             direction: bulk.direction,
-            size: bulk.size.0,
+            size: size.0,
             client_controller: linux(&self.client, "client")?,
             server_controller: linux(&self.server, "server")?,
         })
@@ -269,11 +311,9 @@ impl RawScenario {
         let server_controller = quic_controller(&self.server, "server")?;
         let served = self.middle.system().serves();
         if traits.quic {
-            let check = |controller, field, side| {
-                self.check_requires(controller, field, served, side, traits)
-            };
-            check(&client_controller, "client.controller", Side::Client)?;
-            check(&server_controller, "server.controller", Side::Server)?;
+            let inputs = self.inputs(&self.workload, served);
+            self.check_requires(&client_controller, "client.controller", &inputs.0)?;
+            self.check_requires(&server_controller, "server.controller", &inputs.1)?;
         }
         Ok(Flow {
             name: None,
@@ -285,34 +325,60 @@ impl RawScenario {
             server_ack_frequency: ack_frequency(self.server.ack_frequency),
             server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
             start: Duration::ZERO,
-            size: None,
+            amount: None,
             served,
+            alone: false,
+            switch: Vec::new(),
+            workload: None,
+            group: None,
             access_delays: (None, None),
         })
     }
 
-    /// Refuses a controller that reads something the endpoint `field`
-    /// names (on `side`) will not have: what a middle system provides to
-    /// the data senders of the flows it serves.
+    /// What the client's and the server's controllers are given: what the
+    /// workload's application drives for its data sender, and what the
+    /// middle system provides to the data senders of the flows it serves.
+    fn inputs(&self, workload: &Workload, served: bool) -> (Vec<cc::Input>, Vec<cc::Input>) {
+        let kind = workload.kind();
+        let sender = kind.traits().data_sender;
+        let mut client = Vec::new();
+        let mut server = Vec::new();
+        if let Some(input) = kind.provides() {
+            match sender {
+                Side::Client => client.push(input),
+                Side::Server => server.push(input),
+            }
+        }
+        if served && let Some(input) = self.middle.system().provides() {
+            match sender {
+                Side::Client => client.push(input),
+                Side::Server => server.push(input),
+            }
+        }
+        (client, server)
+    }
+
+    /// Refuses a controller that reads something its endpoint (`field`)
+    /// will not have, given what is provided to it.
     fn check_requires(
         &self,
         controller: &cc::Controller,
         field: &str,
-        served: bool,
-        side: Side,
-        traits: Traits,
+        provided: &[cc::Input],
     ) -> Result<(), Problem> {
         let Some((input, why)) = controller.requires() else {
             return Ok(());
         };
-        let provided =
-            served && traits.data_sender == side && self.middle.system().provides() == Some(input);
-        if provided { Ok(()) } else { fail(field, why) }
+        if provided.contains(&input) {
+            Ok(())
+        } else {
+            fail(field, why)
+        }
     }
 
     /// `[[flows]]` on a dumbbell: each flow's own access hop (`path[0]`),
     /// then the shared bottleneck (`path[1]`).
-    fn dumbbell_flows(&self, middle_at: usize, traits: Traits) -> Result<Vec<Flow>, Problem> {
+    fn dumbbell_flows(&self, middle_at: usize) -> Result<Vec<Flow>, Problem> {
         if self.path.len() != 2 {
             return fail(
                 "path",
@@ -327,71 +393,46 @@ impl RawScenario {
                  or on the right one (middle_after = path[1])",
             );
         }
-        if !matches!(self.workload, Workload::Bulk(_)) {
-            return fail(
-                "workload",
-                "[[flows]] needs a bulk transfer (kind = \"bulk\")",
-            );
-        }
-        let count = self.flows.len();
-        if count > MAX_FLOWS {
-            return fail("flows", format!("{count} flows; at most {MAX_FLOWS}"));
-        }
+        let expanded = self.expand_flows()?;
         let default_controller = quic_controller(&self.client, "client")?;
         let server_controller = quic_controller(&self.server, "server")?;
-        let all_served = self.flows.iter().all(|flow| flow.middle);
-        self.check_requires(
-            &server_controller,
-            "server.controller",
-            all_served,
-            Side::Server,
-            traits,
-        )?;
         let mut slugs: BTreeMap<String, usize> = BTreeMap::new();
-        let mut flows = Vec::with_capacity(count);
-        for (index, raw) in self.flows.iter().enumerate() {
-            let field = |name: &str| format!("flows[{index}].{name}");
-            let name = slug(&raw.name);
-            if raw.name.chars().count() > 100 {
-                return fail(&field("name"), "has more than 100 characters");
-            }
-            if name.is_empty() {
-                return fail(
-                    &field("name"),
-                    "needs letters or digits (it names the flow's metrics)",
-                );
-            }
-            if let Some(other) = slugs.insert(name, index) {
+        let mut flows = Vec::with_capacity(expanded.len());
+        for (index, (raw_index, name, start)) in expanded.into_iter().enumerate() {
+            let raw = &self.flows[raw_index];
+            let field = |inner: &str| format!("flows[{raw_index}].{inner}");
+            if let Some(other) = slugs.insert(slug(&name), raw_index) {
                 return fail(
                     &field("name"),
                     format!(
-                        "{:?} gives the same metric names as flows[{other}] ({:?})",
-                        raw.name, self.flows[other].name
+                        "{name:?} gives the same metric names as a flow of flows[{other}] ({:?})",
+                        self.flows[other].name
                     ),
                 );
             }
-            let flow = self.flow(index, raw, &default_controller, &server_controller)?;
-            if flow.served && !self.middle.system().serves() {
-                return fail(
-                    &field("middle"),
-                    "the scenario's middle serves no flows (middle = \"sidekick\" or \"split\" \
-                     do)",
-                );
+            let mut flow = self.flow(index, raw_index, raw, &default_controller)?;
+            flow.name = Some(name);
+            flow.start = start;
+            flow.server_controller = server_controller.clone();
+            // A flow's `controller` is its data sender's: the server's
+            // when the flow's workload sends from the server (a download,
+            // a video).
+            let workload = raw.workload.as_ref().unwrap_or(&self.workload);
+            if workload.traits().data_sender == Side::Server
+                && let Some(controller) = &raw.controller
+            {
+                flow.server_controller = controller.clone();
+                flow.client_controller = default_controller.clone();
             }
-            self.check_requires(
-                &flow.client_controller,
-                &field("controller"),
-                flow.served,
-                Side::Client,
-                traits,
-            )
-            .map_err(|(field, why)| {
-                (
-                    field,
-                    format!("{why}; give the flow middle = true to have it served"),
-                )
-            })?;
+            self.check_flow(raw_index, &flow)?;
             flows.push(flow);
+        }
+        if flows.iter().all(|flow| flow.alone) {
+            return fail(
+                "flows",
+                "`alone` compares flows with and without the others: leave at least one flow \
+                 without it",
+            );
         }
         let clients: Vec<IpAddr> = flows.iter().map(|flow| flow.client.ip()).collect();
         if let Some((i, flow)) = flows
@@ -411,14 +452,110 @@ impl RawScenario {
         Ok(flows)
     }
 
-    /// Flow `index` of `[[flows]]`.
+    /// The `[[flows]]` entries with their `count`s expanded: per flow, its
+    /// entry's index, its name and its start.
+    fn expand_flows(&self) -> Result<Vec<(usize, String, Duration)>, Problem> {
+        let mut expanded = Vec::new();
+        for (index, raw) in self.flows.iter().enumerate() {
+            let field = |inner: &str| format!("flows[{index}].{inner}");
+            if raw.name.chars().count() > 100 {
+                return fail(&field("name"), "has more than 100 characters");
+            }
+            if slug(&raw.name).is_empty() {
+                return fail(
+                    &field("name"),
+                    "needs letters or digits (it names the flow's metrics)",
+                );
+            }
+            match raw.count {
+                None if !raw.stagger.0.is_zero() => {
+                    return fail(&field("stagger"), "staggers the flows of a `count`");
+                }
+                None => expanded.push((index, raw.name.clone(), raw.start.0)),
+                Some(0) => return fail(&field("count"), "must be at least 1"),
+                Some(count) => {
+                    if count as usize > MAX_FLOWS {
+                        return fail(&field("count"), format!("at most {MAX_FLOWS}"));
+                    }
+                    for i in 0..count {
+                        let start = raw.start.0 + raw.stagger.0 * i;
+                        expanded.push((index, format!("{} {}", raw.name, i + 1), start));
+                    }
+                }
+            }
+            if expanded.len() > MAX_FLOWS {
+                return fail(
+                    "flows",
+                    format!("{} flows; at most {MAX_FLOWS}", expanded.len()),
+                );
+            }
+        }
+        Ok(expanded)
+    }
+
+    /// The checks of one flow against the rest of the scenario.
+    fn check_flow(&self, raw_index: usize, flow: &Flow) -> Result<(), Problem> {
+        let field = |inner: &str| format!("flows[{raw_index}].{inner}");
+        let workload = flow.workload.as_ref().unwrap_or(&self.workload);
+        let traits = workload.traits();
+        let bulk_upload =
+            matches!(workload, Workload::Bulk(_)) && traits.data_sender == Side::Client;
+        if !traits.quic {
+            return fail(&field("workload"), "competing flows run over QUIC");
+        }
+        if flow.amount.is_some() && !matches!(workload, Workload::Bulk(_)) {
+            return fail(&field("size"), "`size` and `duration` are a bulk flow's");
+        }
+        if flow.served {
+            if !self.middle.system().serves() {
+                return fail(
+                    &field("middle"),
+                    "the scenario's middle serves no flows (middle = \"sidekick\" or \"split\" \
+                     do)",
+                );
+            }
+            if !matches!(workload, Workload::Bulk(_)) {
+                return fail(&field("middle"), "a middle system serves bulk transfers");
+            }
+        }
+        let (mut client, server) = self.inputs(workload, flow.served);
+        if !flow.switch.is_empty() {
+            if !bulk_upload {
+                return fail(&field("switch"), "switches the sender of a bulk upload");
+            }
+            if !flow.client_controller.reads(cc::Input::UtilityHandle) {
+                return fail(
+                    &field("switch"),
+                    "switches the utility of a PCC controller (vivace, proteus-p/s/h)",
+                );
+            }
+            client.push(cc::Input::UtilityHandle);
+        }
+        self.check_requires(&flow.client_controller, &field("controller"), &client)
+            .map_err(|(field, why)| {
+                (
+                    field,
+                    format!("{why}; give the flow middle = true to have it served"),
+                )
+            })?;
+        let server_field =
+            if traits.data_sender == Side::Server && self.flows[raw_index].controller.is_some() {
+                field("controller")
+            } else {
+                "server.controller".to_string()
+            };
+        self.check_requires(&flow.server_controller, &server_field, &server)
+    }
+
+    /// Flow `index` of the expanded `[[flows]]`, from entry `raw_index`.
     fn flow(
         &self,
         index: usize,
+        raw_index: usize,
         raw: &RawFlow,
         default_controller: &cc::Controller,
-        server_controller: &cc::Controller,
     ) -> Result<Flow, Problem> {
+        let field = |inner: &str| format!("flows[{raw_index}].{inner}");
         let at = |endpoint: &RawEndpoint, who: &str, port: u16| {
             offset_addr(endpoint.addr, index as u128)
                 .map(|ip| SocketAddr::new(ip, endpoint.port.unwrap_or(port)))
@@ -432,8 +569,26 @@ impl RawScenario {
                     )
                 })
         };
-        if raw.size.is_some_and(|size| size.0 == 0) {
-            return fail(&format!("flows[{index}].size"), "must be positive");
+        let amount = match (raw.size, raw.duration) {
+            (None, None) => None,
+            (Some(size), None) => Some(Amount::Size(size)),
+            (None, Some(duration)) => Some(Amount::Duration(duration)),
+            (Some(_), Some(_)) => {
+                return fail(&field("size"), "give `size` or `duration`, not both");
+            }
+        };
+        if let Some(amount) = amount {
+            amount.check().map_err(|message| (field("size"), message))?;
+        }
+        let mut switch = Vec::with_capacity(raw.switch.len());
+        for (i, change) in raw.switch.iter().enumerate() {
+            if switch.last().is_some_and(|&(at, _)| change.at.0 <= at) {
+                return fail(
+                    &format!("flows[{raw_index}].switch[{i}].at"),
+                    "switch times must increase",
+                );
+            }
+            switch.push((change.at.0, change.to.utility()));
         }
         Ok(Flow {
             name: Some(raw.name.clone()),
@@ -443,13 +598,17 @@ impl RawScenario {
                 .controller
                 .clone()
                 .unwrap_or_else(|| default_controller.clone()),
-            server_controller: server_controller.clone(),
+            server_controller: cc::Controller::default(),
             client_ack_frequency: ack_frequency(self.client.ack_frequency),
             server_ack_frequency: ack_frequency(self.server.ack_frequency),
             server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
             start: raw.start.0,
-            size: raw.size.map(|size| size.0),
+            amount,
             served: raw.middle,
+            alone: raw.alone,
+            switch,
+            workload: raw.workload.clone(),
+            group: raw.count.map(|_| raw.name.clone()),
             access_delays: (
                 raw.client_delay.map(|span| span.0),
                 raw.server_delay.map(|span| span.0),

@@ -2,7 +2,7 @@
 //! median, or on a ratio of medians, and whether it held.
 
 use super::Summary;
-use crate::scenario::Check;
+use crate::scenario::{Check, Statistic};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -26,6 +26,9 @@ impl CheckResult {
     /// Evaluates `check` on a run's summary.
     pub fn evaluate(check: &Check, summary: &Summary) -> CheckResult {
         let median = |name: &str| {
+            if check.over_series() {
+                return over_series(check, summary, name);
+            }
             summary
                 .variants
                 .iter()
@@ -44,10 +47,13 @@ impl CheckResult {
             check.at_least.is_none_or(|low| v >= low) && check.at_most.is_none_or(|high| v <= high)
         });
         let interrupted = |name: &str| {
-            summary
-                .variants
-                .iter()
-                .any(|v| v.name == name && v.interrupted > 0)
+            summary.variants.iter().any(|v| {
+                let named = v.name == name
+                    || v.sweep
+                        .as_ref()
+                        .is_some_and(|p| check.over_series() && p.series == name);
+                named && v.interrupted > 0
+            })
         };
         let not_run = value.is_none()
             && (interrupted(&check.variant) || check.ratio_to.as_deref().is_some_and(interrupted));
@@ -57,6 +63,34 @@ impl CheckResult {
             passed,
             not_run,
         }
+    }
+}
+
+/// A check's value over the points of series `name`: a statistic of
+/// their medians, or the smallest swept value whose median reaches the
+/// check's crossing.
+fn over_series(check: &Check, summary: &Summary, name: &str) -> Option<f64> {
+    let mut points: Vec<(f64, f64)> = summary
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let point = v.sweep.as_ref().filter(|p| p.series == name)?;
+            Some((point.x, v.metrics.get(&check.metric)?.median))
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some(level) = check.crossing {
+        return points.iter().find(|(_, m)| *m >= level).map(|(x, _)| *x);
+    }
+    let mut medians: Vec<f64> = points.iter().map(|(_, m)| *m).collect();
+    medians.sort_by(f64::total_cmp);
+    match check.across? {
+        Statistic::Min => medians.first().copied(),
+        Statistic::Max => medians.last().copied(),
+        Statistic::Median => Some(super::quantile(&medians, 0.5)),
     }
 }
 

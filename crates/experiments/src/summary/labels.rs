@@ -15,9 +15,15 @@ pub fn metric_label(metric: &str) -> String {
         ("frames_received_fraction", "fraction of frames received"),
         ("retransmissions", "retransmissions"),
         ("jain_index", "Jain's fairness index"),
+        ("throughput_mbps", "throughput in the window (Mbit/s)"),
+        ("jain_index_window", "Jain's index in the window"),
+        ("utilization", "joint utilisation"),
     ];
     if let Some(flow) = metric.strip_prefix("goodput_mbps_") {
         return format!("goodput of {flow} (Mbit/s)");
+    }
+    if let Some(flow) = metric.strip_prefix("throughput_mbps_") {
+        return format!("throughput of {flow} in the window (Mbit/s)");
     }
     if let Some(flow) = metric.strip_prefix("share_") {
         return format!("share of {flow}");

@@ -162,7 +162,7 @@ impl Tecc {
         let controller = match self.tunnel_cc {
             TunnelCc::None => cc::Controller::None,
             TunnelCc::Cubic => cc::Controller::Cubic,
-            TunnelCc::Bbr => cc::Controller::PepkitBbr,
+            TunnelCc::Bbr => cc::Controller::Bbr,
         };
         let clock = SimClock::new();
         let built = controller.build(&cc::ControllerContext::new(seed, clock));

@@ -92,12 +92,41 @@ impl Prepared {
         &self.hops
     }
 
-    /// Runs trial `trial` of variant `variant` in `mode`.
+    /// Runs trial `trial` of variant `variant` in `mode`; with flows
+    /// marked `alone`, runs them again without the others and reports
+    /// their throughput and RTT against that.
     pub fn run(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
+        let mut result = self.run_once(variant, trial, mode);
+        if let Some(baseline) = self.alone() {
+            let alone = baseline.run_once(variant, trial, mode);
+            add_alone(&self.scenario, &mut result, &alone);
+        }
+        result
+    }
+
+    fn run_once(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
         match mode {
             Mode::Simulator => sim::run(self, variant, trial),
             Mode::Real => real::run(self, variant, trial),
         }
+    }
+
+    /// The same trial with only the flows marked `alone`, if any are.
+    fn alone(&self) -> Option<Prepared> {
+        if !self.scenario.flows().iter().any(|flow| flow.alone) {
+            return None;
+        }
+        let mut scenario = self.scenario.clone();
+        if let Traffic::Hosts { flows, .. } = &mut scenario.traffic {
+            flows.retain(|flow| flow.alone);
+            for flow in flows.iter_mut() {
+                flow.alone = false;
+            }
+        }
+        Some(Prepared {
+            scenario,
+            hops: self.hops.clone(),
+        })
     }
 }
 
@@ -173,6 +202,8 @@ pub(crate) struct FlowMeta {
     /// The client's and the server's controllers' counters, for those
     /// that keep any.
     pub counters: Vec<Arc<dyn cc::ControllerCounters>>,
+    /// The `[[flows]]` entry it was expanded from by a `count`, if any.
+    pub group: Option<String>,
 }
 
 /// Reads the system's, the workload's and the controllers' results out of
@@ -204,8 +235,13 @@ pub(crate) fn collect(
             server,
             relayed,
             names: &flow.names,
+            measure: scenario.measure,
         };
-        outcomes.push(scenario.workload.kind().collect(&view, result));
+        let workload = scenario
+            .flows()
+            .get(index)
+            .map_or(&scenario.workload, |f| scenario.workload_of(f));
+        outcomes.push(workload.kind().collect(&view, result));
         for (name, value) in flow.counters.iter().flat_map(|c| c.counters()) {
             result.set(flow.names.metric(&name), value);
         }
@@ -218,7 +254,120 @@ pub(crate) fn collect(
         Topology::Chain => result.completed = outcomes.iter().all(|o| o.completed),
         Topology::Dumbbell => add_shares(flows, &outcomes, result),
     }
+    if scenario.measure.is_some() {
+        add_window_metrics(scenario, flows, result);
+    }
+    add_group_means(flows, result);
     system.derive(middle, result);
+}
+
+/// For the flows of one `[[flows]]` entry with a `count`, the mean of
+/// each metric they all have, named after the entry (`bitrate_mbps_1080p`
+/// for the flows `1080p 1` … `1080p 3`).
+fn add_group_means(flows: &[FlowMeta], result: &mut TrialResult) {
+    let mut groups: Vec<(&str, Vec<&FlowMeta>)> = Vec::new();
+    for flow in flows {
+        let Some(group) = flow.group.as_deref() else {
+            continue;
+        };
+        match groups.iter_mut().find(|(name, _)| *name == group) {
+            Some((_, members)) => members.push(flow),
+            None => groups.push((group, vec![flow])),
+        }
+    }
+    for (group, members) in groups {
+        let Some(first) = members.first() else {
+            continue;
+        };
+        let bases: Vec<String> = result
+            .metrics
+            .keys()
+            .filter_map(|key| key.strip_suffix(&first.names.suffix))
+            .map(str::to_string)
+            .collect();
+        let suffix = format!("_{}", crate::outcome::slug(group));
+        for base in bases {
+            let values: Option<Vec<f64>> = members
+                .iter()
+                .map(|m| result.metrics.get(&m.names.metric(&base)).copied())
+                .collect();
+            if let Some(values) = values {
+                let mean = values.iter().sum::<f64>() / values.len() as f64;
+                result.set(format!("{base}{suffix}"), mean);
+            }
+        }
+    }
+}
+
+/// With a measurement window: Jain's index over the flows' throughputs
+/// in it (`jain_index_window`), their joint utilisation of the bottleneck
+/// (`utilization`), and each flow's 95th-percentile inflation ratio,
+/// (p95 RTT − base RTT) / (buffer / bottleneck rate), the paper's §6.1.1
+/// measure of buffer occupancy, with the flow's smallest RTT as its base
+/// (`inflation_p95`).
+fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut TrialResult) {
+    let metric = |result: &TrialResult, flow: &FlowMeta, name: &str| {
+        result.metrics.get(&flow.names.metric(name)).copied()
+    };
+    let throughputs: Option<Vec<f64>> = flows
+        .iter()
+        .map(|flow| metric(result, flow, "throughput_mbps"))
+        .collect();
+    let bottleneck = scenario.bottleneck();
+    let rate = bottleneck
+        .and_then(|hop| hop.rate())
+        .map(|r| r.bits_per_sec() as f64 / 1e6);
+    if let Some(throughputs) = throughputs {
+        if flows.len() > 1 {
+            result.set("jain_index_window", jain_index(throughputs.iter().copied()));
+        }
+        if let Some(rate) = rate {
+            result.set("utilization", throughputs.iter().sum::<f64>() / rate);
+        }
+    }
+    let drain_ms = match (bottleneck.and_then(|hop| hop.buffer_bytes()), rate) {
+        (Some(bytes), Some(mbps)) => bytes as f64 * 8.0 / (mbps * 1e6) * 1e3,
+        _ => return,
+    };
+    for flow in flows {
+        if let (Some(p95), Some(base)) = (
+            metric(result, flow, "rtt_p95_ms"),
+            metric(result, flow, "rtt_min_ms"),
+        ) {
+            result.set(flow.names.metric("inflation_p95"), (p95 - base) / drain_ms);
+        }
+    }
+}
+
+/// The metrics of the flows marked `alone` against their run alone:
+/// `throughput_mbps_alone`, `throughput_ratio` (the paper's primary
+/// throughput ratio), `rtt_p95_ms_alone` and `rtt_p95_ratio` (Figure 7),
+/// each with the flow's suffix.
+fn add_alone(scenario: &Scenario, result: &mut TrialResult, alone: &TrialResult) {
+    for (index, flow) in scenario.flows().iter().enumerate() {
+        let (true, Some(name)) = (flow.alone, &flow.name) else {
+            continue;
+        };
+        let names = FlowNames::named(index, name);
+        for (metric, ratio) in [
+            ("throughput_mbps", "throughput_ratio"),
+            ("rtt_p95_ms", "rtt_p95_ratio"),
+        ] {
+            let key = names.metric(metric);
+            let Some(&by_itself) = alone.metrics.get(&key) else {
+                continue;
+            };
+            result.set(names.metric(&format!("{metric}_alone")), by_itself);
+            if let Some(&with) = result.metrics.get(&key)
+                && by_itself > 0.0
+            {
+                result.set(names.metric(ratio), with / by_itself);
+            }
+        }
+    }
+    result
+        .errors
+        .extend(alone.errors.iter().map(|e| format!("alone: {e}")));
 }
 
 /// Competing flows: once every flow has its goodput, the total, each
@@ -228,11 +377,11 @@ fn add_shares(
     outcomes: &[crate::workloads::FlowOutcome],
     result: &mut TrialResult,
 ) {
+    result.completed = outcomes.len() == flows.len() && outcomes.iter().all(|o| o.completed);
     let goodputs: Option<Vec<f64>> = outcomes.iter().map(|o| o.goodput_mbps).collect();
     let Some(goodputs) = goodputs.filter(|g| g.len() == flows.len()) else {
         return;
     };
-    result.completed = true;
     let total: f64 = goodputs.iter().sum();
     result.set("goodput_mbps", total);
     for (flow, goodput) in flows.iter().zip(&goodputs) {

@@ -5,11 +5,12 @@
 
 use super::{FlowMeta, Prepared};
 use crate::outcome::FlowNames;
-use crate::scenario::{Flow, Scenario};
+use crate::scenario::{Capacity, Flow, Scenario};
 use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
 use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
 use quic::{QuicConfig, SimClock};
+use std::time::Duration;
 
 /// One flow, built.
 pub(crate) struct FlowHosts {
@@ -35,7 +36,50 @@ pub(crate) fn base_quic(scenario: &Scenario, seed: Seed) -> QuicConfig {
     if let Some(interval) = scenario.sample_interval {
         quic = quic.with_sampling(interval);
     }
+    if let Some(window) = scenario.measure {
+        quic = quic.with_rtt_window(window.from, window.until);
+    }
+    if let Some(bytes) = transport_window(scenario) {
+        let receive = u32::try_from(bytes).unwrap_or(u32::MAX);
+        quic = quic.with_receive_window(receive).with_send_window(bytes);
+    }
     quic
+}
+
+/// noq-proto's stream receive window (1.25 MB) and send window (10 MB).
+const NOQ_WINDOWS: (u64, u64) = (1_250_000, 10_000_000);
+
+/// QUIC's flow-control and send windows: the scenario's or, on a path
+/// whose bandwidth-delay product alone would need more than noq-proto's
+/// stream window (1.25 MB, twice the BDP), twice what the path can hold
+/// (the BDP of its bottleneck plus the bottleneck's buffer), so that
+/// neither window limits a flow. `None` keeps noq-proto's defaults, which
+/// are enough for paths of smaller BDP unless their buffers hold over a
+/// megabyte (give `transport_window` then). A path with a trace keeps the
+/// defaults too: its rate is not one number, and a window sized from its
+/// fixed-rate hops would let a lossy trace hop open more gaps in a stream
+/// than noq-proto's receiver keeps (1024; it then aborts the connection).
+fn transport_window(scenario: &Scenario) -> Option<u64> {
+    if let Some(bytes) = scenario.transport_window {
+        return Some(bytes);
+    }
+    let traced = |capacity: &Capacity| matches!(capacity, Capacity::Trace { .. });
+    if scenario
+        .path
+        .iter()
+        .any(|hop| traced(&hop.forward) || traced(&hop.reverse))
+    {
+        return None;
+    }
+    let bottleneck = scenario.bottleneck()?;
+    let rate = bottleneck.rate()?.bits_per_sec();
+    let rtt = 2 * scenario.path.iter().map(|hop| hop.delay).sum::<Duration>();
+    let bdp = (rate as f64 / 8.0 * rtt.as_secs_f64()) as u64;
+    if 2 * bdp <= NOQ_WINDOWS.0 {
+        return None;
+    }
+    let needed = 2 * (bdp + bottleneck.buffer_bytes().unwrap_or(0));
+    Some(needed.max(NOQ_WINDOWS.1))
 }
 
 /// How flow `index` is named: a chain's one flow is unnamed.
@@ -52,31 +96,39 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     let seed = scenario.trial_seed(trial);
     let quic = base_quic(scenario, seed);
     let system = scenario.middle.system();
-    let workload = scenario.workload.kind();
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(index, flow);
         let served = flow.served;
+        let workload = scenario.workload_of(flow).kind();
+        let sender = workload.traits().data_sender;
         // What the system passes between the flow's parts, if it serves it.
         let feeds = if served {
             system.feeds(&flow.client_controller, &flow.server_controller)
         } else {
             Feeds::default()
         };
+        // The handle the workload (or the flow's switches) drive, given to
+        // the data sender's controller.
+        let drives =
+            workload.provides() == Some(cc::Input::UtilityHandle) || !flow.switch.is_empty();
+        let utility = drives.then(|| cc::UtilityHandle::new(cc::Utility::Primary));
+        let (client_utility, server_utility) = match sender {
+            Side::Client => (utility.clone(), None),
+            Side::Server => (None, utility.clone()),
+        };
         let client_quic = endpoint(
             &quic,
             &flow.client_controller,
-            seed,
-            Side::Client,
-            &feeds,
+            seed.derive(&names.label("controller/client")),
+            (Side::Client, &feeds, client_utility),
             flow.client_ack_frequency,
         );
         let server_quic = endpoint(
             &quic,
             &flow.server_controller,
-            seed,
-            Side::Server,
-            &feeds,
+            seed.derive(&names.label("controller/server")),
+            (Side::Server, &feeds, server_utility),
             flow.server_ack_frequency,
         );
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
@@ -86,7 +138,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client_quic: client_quic.0,
             server_quic: server_quic.0,
             server_min_ack_delay: flow.server_min_ack_delay,
-            size: flow.size,
+            amount: flow.amount,
+            start: flow.start,
+            utility,
+            switch: flow
+                .switch
+                .iter()
+                .map(|&(at, to)| (Time::ZERO + at, to))
+                .collect(),
         });
         let client = if served {
             let served = ServedClient {
@@ -109,6 +168,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 addrs: (flow.client, flow.server),
                 served,
                 counters: client_quic.1.into_iter().chain(server_quic.1).collect(),
+                group: flow.group.clone(),
             },
         });
     }
@@ -116,13 +176,13 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
 }
 
 /// An endpoint's QUIC configuration with its controller built (with what
-/// the system feeds it), and the controller's counters.
+/// the system feeds it and the application's utility handle, where
+/// given), and the controller's counters.
 fn endpoint(
     quic: &QuicConfig,
     controller: &cc::Controller,
     seed: Seed,
-    side: Side,
-    feeds: &Feeds,
+    (side, feeds, utility): (Side, &Feeds, Option<cc::UtilityHandle>),
     ack_frequency: Option<quic::AckFrequency>,
 ) -> (
     QuicConfig,
@@ -130,6 +190,7 @@ fn endpoint(
 ) {
     let clock = SimClock::new();
     let mut context = cc::ControllerContext::new(seed, clock);
+    context.utility = utility;
     let (datagrams, cids) = match side {
         Side::Client => {
             context.sidekick = feeds.sidekick.clone();

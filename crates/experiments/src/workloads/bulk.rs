@@ -1,41 +1,77 @@
-//! Bulk transfers: N bytes on one QUIC stream, up or down; goodput and
-//! completion time.
+//! Bulk transfers: N bytes (or as many as a duration allows) on one QUIC
+//! stream, up or down; goodput and completion time, and with a
+//! measurement window the throughput and RTTs within it.
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, downcast};
 use crate::figure::Plot;
-use crate::outcome::{TrialResult, add_error, add_sender};
-use crate::units::Bytes;
+use crate::outcome::{TrialResult, add_error, add_rtts, add_sender, add_throughput};
+use crate::units::{Bytes, Span};
 use quic::{AckDelay, BulkClient, BulkReport, BulkServerFactory, QuicClient, QuicServer};
 use serde::{Deserialize, Serialize};
 
-/// `kind = "bulk"`: `direction` and `size`.
+/// `kind = "bulk"`: `direction` and `size` or `duration`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, try_from = "RawBulk")]
 pub struct Bulk {
     /// Upload or download.
     pub direction: BulkDirection,
-    /// How much (positive).
-    pub size: Bytes,
+    /// How much.
+    #[serde(flatten)]
+    pub amount: Amount,
+}
+
+/// How much a bulk transfer moves.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Amount {
+    /// So many bytes (positive).
+    Size(Bytes),
+    /// As many as it can in this long from its start (positive).
+    Duration(Span),
+    /// As many as it can until this time of the trial.
+    Until(Span),
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBulk {
     direction: BulkDirection,
-    size: Bytes,
+    #[serde(default)]
+    size: Option<Bytes>,
+    #[serde(default)]
+    duration: Option<Span>,
+    #[serde(default)]
+    until: Option<Span>,
 }
 
 impl TryFrom<RawBulk> for Bulk {
     type Error = String;
 
     fn try_from(raw: RawBulk) -> Result<Bulk, String> {
-        if raw.size.0 == 0 {
-            return Err("`size` must be positive".into());
-        }
+        let amount = match (raw.size, raw.duration, raw.until) {
+            (Some(size), None, None) => Amount::Size(size),
+            (None, Some(duration), None) => Amount::Duration(duration),
+            (None, None, Some(until)) => Amount::Until(until),
+            _ => return Err("give one of `size`, `duration` or `until`".into()),
+        };
+        amount.check()?;
         Ok(Bulk {
             direction: raw.direction,
-            size: raw.size,
+            amount,
         })
+    }
+}
+
+impl Amount {
+    /// Refuses an empty transfer.
+    pub(crate) fn check(self) -> Result<(), String> {
+        match self {
+            Amount::Size(Bytes(0)) => Err("`size` must be positive".into()),
+            Amount::Duration(Span(d)) | Amount::Until(Span(d)) if d.is_zero() => {
+                Err("`duration` and `until` must be positive".into())
+            }
+            Amount::Size(_) | Amount::Duration(_) | Amount::Until(_) => Ok(()),
+        }
     }
 }
 
@@ -71,8 +107,19 @@ impl WorkloadKind for Bulk {
             BulkDirection::Upload => quic::Direction::Upload,
             BulkDirection::Download => quic::Direction::Download,
         };
-        let size = setup.size.unwrap_or(self.size.0);
-        let app = BulkClient::new(direction, size);
+        let mut app = match setup.amount.unwrap_or(self.amount) {
+            Amount::Size(size) => BulkClient::new(direction, size.0),
+            Amount::Duration(span) => {
+                BulkClient::until(direction, netsim::Time::ZERO + setup.start + span.0)
+            }
+            Amount::Until(span) => BulkClient::until(direction, netsim::Time::ZERO + span.0),
+        };
+        if let Some(handle) = &setup.utility {
+            for &(at, utility) in &setup.switch {
+                let handle = handle.clone();
+                app = app.at(at, Box::new(move || handle.set_utility(utility)));
+            }
+        }
         let client = QuicClient::new(setup.client_quic.clone(), setup.client, setup.server, app);
         // A server that holds back its ACKs holds back its flow-control
         // credit too, so it grants it all up front, as the Sidekick
@@ -119,6 +166,20 @@ impl WorkloadKind for Bulk {
             BulkDirection::Download => (server.records().next(), client.record()),
         };
         add_sender(result, names, sender);
+        if let Some(window) = view.measure {
+            add_rtts(result, names, sender);
+            let (log, total) = match self.direction {
+                BulkDirection::Upload => server
+                    .apps()
+                    .next()
+                    .map(|app| (app.delivery(), app.received())),
+                BulkDirection::Download => client.app().map(|app| (app.delivery(), app.received())),
+            }
+            .unzip();
+            if let (Some(log), Some(total)) = (log, total) {
+                add_throughput(result, names, log, total, window);
+            }
+        }
         if let Some(record) = receiver {
             result.set(
                 names.metric("receiver_sent_packets"),
@@ -138,7 +199,15 @@ impl WorkloadKind for Bulk {
         });
         add_error(result, &names.who("server"), server_record);
         let Some(report) = report else {
-            return FlowOutcome::default();
+            // A transfer bounded by time is complete when the trial ran to
+            // its end and its client met no error.
+            let deadline = client.app().and_then(BulkClient::deadline);
+            let ran = deadline.is_some_and(|at| result.end_s >= at.as_secs_f64());
+            let clean = client.record().is_some_and(|r| r.error.is_none());
+            return FlowOutcome {
+                completed: ran && clean,
+                goodput_mbps: None,
+            };
         };
         let goodput = report.goodput.bits_per_sec() as f64 / 1e6;
         result.set(names.metric("goodput_mbps"), goodput);

@@ -12,11 +12,13 @@ mod bulk;
 mod media;
 mod rtc;
 mod short_flows;
+mod video;
 
-pub use bulk::{Bulk, BulkDirection, TcpTransfer};
+pub use bulk::{Amount, Bulk, BulkDirection, TcpTransfer};
 pub use media::Media;
 pub use rtc::Rtc;
 pub use short_flows::{Arrivals, ShortFlows};
+pub use video::Video;
 
 use crate::figure::Plot;
 use crate::outcome::{FlowNames, TrialResult};
@@ -39,6 +41,9 @@ pub enum Workload {
     Rtc(Rtc),
     /// Requests and responses on fresh streams: flow completion times.
     ShortFlows(ShortFlows),
+    /// DASH-like video from the server (Proteus §6.3): bitrate and
+    /// rebuffering.
+    Video(Video),
 }
 
 impl Workload {
@@ -49,6 +54,7 @@ impl Workload {
             Workload::Media(media) => media,
             Workload::Rtc(rtc) => rtc,
             Workload::ShortFlows(flows) => flows,
+            Workload::Video(video) => video,
         }
     }
 
@@ -99,8 +105,15 @@ pub(crate) struct FlowSetup {
     pub server_quic: QuicConfig,
     /// The server acknowledges at most once per this long.
     pub server_min_ack_delay: Option<Duration>,
-    /// The flow's own transfer size, replacing the workload's.
-    pub size: Option<u64>,
+    /// The flow's own amount, replacing the workload's.
+    pub amount: Option<Amount>,
+    /// When the flow starts.
+    pub start: Duration,
+    /// The handle of the data sender's controller, when the workload
+    /// drives it ([`WorkloadKind::provides`]) or the flow switches utility.
+    pub utility: Option<cc::UtilityHandle>,
+    /// The flow's changes of utility, at their times.
+    pub switch: Vec<(netsim::Time, cc::Utility)>,
 }
 
 /// A flow's two endpoints.
@@ -122,6 +135,8 @@ pub(crate) struct FlowView<'a> {
     pub relayed: Option<&'a ConnRecord>,
     /// How the flow is named.
     pub names: &'a FlowNames,
+    /// The window throughput and RTTs are measured over, if any.
+    pub measure: Option<crate::outcome::Window>,
 }
 
 /// What a finished flow achieved, for figures across flows.
@@ -145,6 +160,11 @@ pub(crate) trait WorkloadKind {
     fn headline(&self) -> &'static [&'static str];
     /// The figures drawn when the scenario asks for none.
     fn plots(&self) -> Vec<Plot>;
+    /// What the workload's application feeds its data sender's controller
+    /// (the video workload's Proteus-H threshold), if anything.
+    fn provides(&self) -> Option<cc::Input> {
+        None
+    }
 }
 
 /// `host` as a `T`, or an error in `result` naming `who` (a host of

@@ -2,7 +2,9 @@
 //! font (no system fonts needed). [`style`] keeps them readable: a
 //! colour-blind-safe palette, legends beside the data, scaled units.
 
+mod flows;
 mod style;
+mod sweep;
 
 use crate::figure::Plot;
 use crate::run::RunResults;
@@ -26,7 +28,7 @@ fn register_font() {
     });
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws `figure` from `results` into `path` (PNG or SVG by extension).
 pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults) -> DrawResult {
@@ -55,7 +57,13 @@ fn size(figure: &Plot, results: &RunResults) -> (u32, u32) {
             let rows = panels.div_ceil(cols);
             (cols * 380 + 20, 50 + rows * 270)
         }
-        Plot::Cdf { .. } | Plot::Lines { .. } => (980, 480),
+        Plot::Cdf { .. } | Plot::Lines { .. } | Plot::SweepCdf { .. } => (980, 480),
+        Plot::Flows { .. } => {
+            let panels = flows::panels(figure, results).len().max(1) as u32;
+            let cols = panels.min(3);
+            let rows = panels.div_ceil(cols);
+            (cols * 420 + 20, 50 + rows * 300)
+        }
     }
 }
 
@@ -83,13 +91,25 @@ where
             metric,
             x_label,
             x_scale,
+            x_log,
             ..
-        } => lines(root, metric, x_label.as_deref(), *x_scale, title, results),
+        } => {
+            let axis = sweep::Axis {
+                label: x_label.as_deref(),
+                scale: *x_scale,
+                log: *x_log,
+            };
+            sweep::lines(root, metric, axis, title, results)
+        }
+        Plot::SweepCdf { metric, .. } => sweep::cdf(root, metric, title, results),
+        Plot::Flows { trial, .. } => {
+            flows::draw(root, *trial, flows::panels(figure, results), title)
+        }
     }
 }
 
 /// The chart's area and, beside it, the legend's (when there are names).
-fn with_legend<DB: DrawingBackend>(
+pub(super) fn with_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     names: &[&str],
 ) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
@@ -331,83 +351,10 @@ where
     Ok(())
 }
 
-/// A metric against a swept field: a line per swept variant through the
-/// medians, with p25–p75 error bars (like Sidekick's Figure 6).
-fn lines<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    metric: &str,
-    x_label: Option<&str>,
-    x_scale: f64,
-    title: &str,
-    results: &RunResults,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    // Per series in file order: (x, p25, median, p75) of each point.
-    type Points = Vec<(f64, f64, f64, f64)>;
-    let mut groups: Vec<(&str, Points)> = Vec::new();
-    let mut field = "";
-    for variant in &results.summary.variants {
-        let (Some(point), Some(spread)) = (&variant.sweep, variant.metrics.get(metric)) else {
-            continue;
-        };
-        field = &point.field;
-        let value = (point.x * x_scale, spread.p25, spread.median, spread.p75);
-        match groups.iter_mut().find(|(name, _)| *name == point.series) {
-            Some((_, points)) => points.push(value),
-            None => groups.push((&point.series, vec![value])),
-        }
-    }
-    let xs = groups.iter().flat_map(|(_, p)| p.iter().map(|v| v.0));
-    let (left, right) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let (left, right) = if left <= right {
-        (left, right)
-    } else {
-        (0.0, 1.0)
-    };
-    let pad = ((right - left) * 0.03).max(1e-9);
-    let top = groups
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|v| v.3))
-        .fold(1e-9_f64, f64::max)
-        * 1.1;
-    let names: Vec<&str> = groups.iter().map(|(name, _)| *name).collect();
-    let (area, legend_area) = with_legend(root, &names);
-    let mut chart = ChartBuilder::on(&area)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((left - pad)..(right + pad), 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label.unwrap_or(field))
-        .y_desc(metric_label(metric))
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .draw()?;
-    for (index, (_, points)) in groups.into_iter().enumerate() {
-        let style = colour(index).stroke_width(1);
-        chart.draw_series(
-            points.iter().map(|&(x, p25, median, p75)| {
-                ErrorBar::new_vertical(x, p25, median, p75, style, 6)
-            }),
-        )?;
-        let medians: Vec<(f64, f64)> = points.iter().map(|&(x, _, m, _)| (x, m)).collect();
-        line(&mut chart, index, medians)?;
-    }
-    if let Some(legend_area) = legend_area {
-        legend(&legend_area, &names)?;
-    }
-    Ok(())
-}
-
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Draws series `index` as a line of its colour, dashed if its style is.
-fn line<'a, DB: DrawingBackend + 'a>(
+pub(super) fn line<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     index: usize,
     points: Vec<(f64, f64)>,

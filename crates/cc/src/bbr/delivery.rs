@@ -1,0 +1,195 @@
+//! Delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation):
+//! per packet, the connection's delivered count and times when it was
+//! sent; per batch of ACKs, the rate at which the newest acknowledged
+//! packet's data was delivered.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// What the sampler remembers of one sent packet.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    pn: u64,
+    at: Instant,
+    bytes: u64,
+    delivered: u64,
+    delivered_time: Instant,
+    first_sent_time: Instant,
+    app_limited: bool,
+    done: bool,
+}
+
+/// One rate sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// The interval it spans.
+    pub interval: Duration,
+    /// The delivered count when its newest packet was sent.
+    pub prior_delivered: u64,
+    /// Whether that packet was sent while the application limited the
+    /// connection.
+    pub app_limited: bool,
+    /// The newest packet's RTT.
+    pub rtt: Duration,
+}
+
+/// The sampler of one connection.
+#[derive(Clone, Debug, Default)]
+pub struct DeliveryRate {
+    sent: VecDeque<Sent>,
+    delivered: u64,
+    delivered_time: Option<Instant>,
+    first_sent_time: Option<Instant>,
+    in_flight: u64,
+    /// The delivered count up to which the connection is app-limited (0:
+    /// not).
+    app_limited_until: u64,
+    /// The batch's newest acknowledged packet so far.
+    batch: Option<Sent>,
+    batch_rtt: Option<Duration>,
+}
+
+impl DeliveryRate {
+    /// Bytes delivered so far.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Bytes in flight as the sampler counts them.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// A packet of `bytes` sent at `now`.
+    pub fn on_sent(&mut self, now: Instant, pn: u64, bytes: u64) {
+        if self.in_flight == 0 {
+            self.first_sent_time = Some(now);
+            self.delivered_time = Some(now);
+        }
+        self.sent.push_back(Sent {
+            pn,
+            at: now,
+            bytes,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time.unwrap_or(now),
+            first_sent_time: self.first_sent_time.unwrap_or(now),
+            app_limited: self.app_limited_until > 0,
+            done: false,
+        });
+        self.in_flight += bytes;
+    }
+
+    /// The application has nothing to send: samples until what is in
+    /// flight now is delivered are app-limited.
+    pub fn on_app_limited(&mut self) {
+        self.app_limited_until = (self.delivered + self.in_flight).max(1);
+    }
+
+    fn find(&mut self, pn: u64, sent: Option<Instant>) -> Option<&mut Sent> {
+        self.sent
+            .iter_mut()
+            .find(|p| !p.done && p.pn == pn && sent.is_none_or(|at| at == p.at))
+    }
+
+    /// Packet `pn`, sent at `sent`, was acknowledged at `now`.
+    pub fn on_acked(&mut self, now: Instant, pn: u64, sent: Instant) {
+        let Some(packet) = self.find(pn, Some(sent)) else {
+            return;
+        };
+        packet.done = true;
+        let packet = *packet;
+        self.in_flight = self.in_flight.saturating_sub(packet.bytes);
+        self.delivered += packet.bytes;
+        self.delivered_time = Some(now);
+        if self.batch.is_none_or(|b| packet.delivered >= b.delivered) {
+            self.batch = Some(packet);
+            self.batch_rtt = Some(now.saturating_duration_since(packet.at));
+            self.first_sent_time = Some(packet.at);
+        }
+        self.prune(now);
+    }
+
+    /// Packet `pn` was declared lost.
+    pub fn on_lost(&mut self, pn: u64, now: Instant) {
+        if let Some(packet) = self.find(pn, None) {
+            packet.done = true;
+            let bytes = packet.bytes;
+            self.in_flight = self.in_flight.saturating_sub(bytes);
+        }
+        self.prune(now);
+    }
+
+    /// Drops finished records at the front, and records so old that no
+    /// callback will come for them (packets of discarded handshake keys).
+    fn prune(&mut self, now: Instant) {
+        while let Some(front) = self.sent.front() {
+            let stale = now.saturating_duration_since(front.at) > Duration::from_secs(10);
+            if front.done || stale {
+                if !front.done {
+                    self.in_flight = self.in_flight.saturating_sub(front.bytes);
+                }
+                self.sent.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Ends a batch of ACKs: the rate sample of its newest packet, if any.
+    pub fn end_batch(&mut self) -> Option<RateSample> {
+        let packet = self.batch.take()?;
+        let rtt = self.batch_rtt.take()?;
+        if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        let delivered_time = self.delivered_time?;
+        let send_elapsed = packet.at.saturating_duration_since(packet.first_sent_time);
+        let ack_elapsed = delivered_time.saturating_duration_since(packet.delivered_time);
+        let interval = send_elapsed.max(ack_elapsed);
+        if interval.is_zero() {
+            return None;
+        }
+        let bytes = self.delivered - packet.delivered;
+        Some(RateSample {
+            bytes_per_sec: bytes as f64 / interval.as_secs_f64(),
+            interval,
+            prior_delivered: packet.delivered,
+            app_limited: packet.app_limited,
+            rtt,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paced_flight_is_sampled_at_its_rate() {
+        let t0 = Instant::now();
+        let us = |u: u64| t0 + Duration::from_micros(u);
+        let mut rate = DeliveryRate::default();
+        // 1200 B every 100 µs (12 MB/s), each acknowledged 30 ms later.
+        let mut last = None;
+        for step in 0..1300 {
+            if step >= 300 {
+                let pn = step - 300;
+                rate.on_acked(us(step * 100), pn, us(pn * 100));
+                last = rate.end_batch().or(last);
+            }
+            if step < 1000 {
+                rate.on_sent(us(step * 100), step, 1200);
+            }
+        }
+        let sample = last.unwrap();
+        assert!(
+            (sample.bytes_per_sec - 12e6).abs() / 12e6 < 0.01,
+            "{sample:?}"
+        );
+        assert_eq!(sample.rtt, Duration::from_millis(30));
+        assert_eq!(rate.in_flight(), 0);
+        assert_eq!(rate.delivered(), 1_200_000);
+    }
+}

@@ -1,0 +1,106 @@
+//! Each flow's throughput over time (the `throughput_mbps<suffix>`
+//! series of a trial with a measurement window), a panel per variant with
+//! a line per flow (like Proteus's Figures 14 and 18).
+
+use super::DrawResult;
+use super::style::{colour, legend, tick};
+use super::with_legend;
+use crate::figure::Plot;
+use crate::run::RunResults;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// One panel: a variant and its flows' (name, throughput per bin).
+pub(super) type Panel<'a> = (&'a str, Vec<(String, &'a [f64])>);
+
+/// The panels of a `flows` figure.
+pub(super) fn panels<'a>(figure: &Plot, results: &'a RunResults) -> Vec<Panel<'a>> {
+    let Plot::Flows {
+        trial,
+        variants: only,
+        ..
+    } = figure
+    else {
+        return Vec::new();
+    };
+    results
+        .summary
+        .variants
+        .iter()
+        .zip(&results.trials)
+        .filter(|(variant, _)| only.is_empty() || only.contains(&variant.name))
+        .filter_map(|(variant, trials)| {
+            let trial = trials.get(*trial as usize)?;
+            let flows: Vec<(String, &[f64])> = trial
+                .series
+                .iter()
+                .filter_map(|(key, values)| {
+                    let flow = key.strip_prefix("throughput_mbps")?;
+                    let name = flow.trim_start_matches('_');
+                    let name = if name.is_empty() { "flow" } else { name };
+                    Some((name.to_string(), values.as_slice()))
+                })
+                .collect();
+            (!flows.is_empty()).then_some((variant.name.as_str(), flows))
+        })
+        .collect()
+}
+
+/// Draws the panels on shared axes.
+pub(super) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    trial: u32,
+    panels: Vec<Panel<'_>>,
+    title: &str,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let bin = quic::DELIVERY_BIN.as_secs_f64();
+    let right = panels
+        .iter()
+        .flat_map(|(_, flows)| flows.iter().map(|(_, v)| v.len() as f64 * bin))
+        .fold(1e-9_f64, f64::max);
+    let top = panels
+        .iter()
+        .flat_map(|(_, flows)| flows.iter().flat_map(|(_, v)| v.iter().copied()))
+        .fold(1e-9_f64, f64::max)
+        * 1.1;
+    let title = format!("{title} (trial {trial})");
+    let area = root.titled(&title, ("sans-serif", 20))?;
+    let cols = panels.len().clamp(1, 3);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let cells = area.split_evenly((rows, cols));
+    for ((variant, flows), cell) in panels.into_iter().zip(&cells) {
+        let names: Vec<&str> = flows.iter().map(|(name, _)| name.as_str()).collect();
+        let (plot_area, legend_area) = with_legend(cell, &names);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(variant, ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..right, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("throughput (Mbit/s)")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .label_style(("sans-serif", 12))
+            .draw()?;
+        for (index, (_, values)) in flows.iter().enumerate() {
+            // One-second means, so that 100 ms bins do not blur the lines.
+            let per_second = (1.0 / bin).round().max(1.0) as usize;
+            let points = values.chunks(per_second).enumerate().map(|(i, chunk)| {
+                let t = (i as f64 + 0.5) * per_second as f64 * bin;
+                (t, chunk.iter().sum::<f64>() / chunk.len() as f64)
+            });
+            chart.draw_series(LineSeries::new(points, colour(index).stroke_width(2)))?;
+        }
+        if let Some(legend_area) = legend_area {
+            legend(&legend_area, &names)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! A variant's sweep: `sweep = { field, values }` makes one variant per
+//! value; a list of such tables makes one per combination (the first
+//! dimension outermost); a dimension's `with` sets further fields to the
+//! value at the same position (`sweep = { field = "flows.0.count", values =
+//! [2, 3], with = [{ field = "hops.far.rate", values = [40, 60], unit =
+//! "Mbit/s" }] }`). Fields are dotted paths; a number in a path indexes an
+//! array (`flows.0.count`).
+
+use serde::{Deserialize, Serialize};
+
+/// Where a variant lies in a sweep: one line of a `lines` plot is a swept
+/// variant (with its other dimensions' values), one point is a value.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct SweepPoint {
+    /// The swept variant's name (the line).
+    pub series: String,
+    /// The first dimension's dotted field.
+    pub field: String,
+    /// Its value here (the x coordinate).
+    pub x: f64,
+    /// The other dimensions' values in words (`"delay = 30ms, bdp = 2"`;
+    /// absent for a sweep of one dimension).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rest: String,
+}
+
+/// One dimension of a sweep, as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Dimension {
+    field: String,
+    values: Vec<f64>,
+    #[serde(default)]
+    unit: Option<String>,
+    /// Fields set along with this one, value for value.
+    #[serde(default)]
+    with: Vec<Linked>,
+}
+
+/// A field set along with a dimension's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Linked {
+    field: String,
+    values: Vec<f64>,
+    #[serde(default)]
+    unit: Option<String>,
+}
+
+/// A sweep: one dimension or several.
+#[derive(Clone, Debug)]
+pub(crate) enum Sweep {
+    /// `sweep = { … }`.
+    One(Dimension),
+    /// `sweep = [{ … }, { … }]`.
+    Product(Vec<Dimension>),
+}
+
+/// One point of a sweep: its name suffix, the fields to set, and where it
+/// lies.
+pub(crate) struct Point {
+    /// `"rate = 20Mbit/s, delay = 15ms"`.
+    pub label: String,
+    /// (dotted field, value) to set.
+    pub fields: Vec<(String, toml::Value)>,
+    /// The first dimension's value.
+    pub x: f64,
+    /// The other dimensions' labels.
+    pub rest: String,
+}
+
+impl Sweep {
+    /// Its dimensions.
+    fn dimensions(&self) -> &[Dimension] {
+        match self {
+            Sweep::One(dimension) => std::slice::from_ref(dimension),
+            Sweep::Product(dimensions) => dimensions,
+        }
+    }
+
+    /// The first dimension's field.
+    pub(crate) fn field(&self) -> &str {
+        self.dimensions().first().map_or("", |d| d.field.as_str())
+    }
+
+    /// What is wrong with it, if anything: (field within `sweep`, message).
+    pub(crate) fn problem(&self) -> Option<(String, String)> {
+        let dimensions = self.dimensions();
+        if dimensions.is_empty() {
+            return Some((String::new(), "has no dimension".into()));
+        }
+        let bad_field = |field: &str| field.is_empty() || field.split('.').any(str::is_empty);
+        for (i, dimension) in dimensions.iter().enumerate() {
+            let at = |inner: &str| match self {
+                Sweep::One(_) => inner.to_string(),
+                Sweep::Product(_) => format!("[{i}].{inner}"),
+            };
+            if dimension.values.is_empty() {
+                return Some((at("values"), "is empty".into()));
+            }
+            if bad_field(&dimension.field) {
+                return Some((
+                    at("field"),
+                    "must be a dotted field such as \"hops.near.loss\"".into(),
+                ));
+            }
+            for (j, linked) in dimension.with.iter().enumerate() {
+                if linked.values.len() != dimension.values.len() {
+                    return Some((
+                        at(&format!("with[{j}].values")),
+                        format!(
+                            "needs {} values, one per value swept",
+                            dimension.values.len()
+                        ),
+                    ));
+                }
+                if bad_field(&linked.field) {
+                    return Some((
+                        at(&format!("with[{j}].field")),
+                        "must be a dotted field".into(),
+                    ));
+                }
+            }
+        }
+        let points: usize = dimensions.iter().map(|d| d.values.len()).product();
+        if points > MAX_POINTS {
+            return Some((
+                String::new(),
+                format!("has {points} points; at most {MAX_POINTS}"),
+            ));
+        }
+        None
+    }
+
+    /// Every point, the first dimension outermost.
+    pub(crate) fn points(&self) -> Vec<Point> {
+        let dimensions = self.dimensions();
+        let mut points = vec![Point {
+            label: String::new(),
+            fields: Vec::new(),
+            x: 0.0,
+            rest: String::new(),
+        }];
+        for (d, dimension) in dimensions.iter().enumerate() {
+            let mut next = Vec::with_capacity(points.len() * dimension.values.len());
+            for point in &points {
+                for (i, &value) in dimension.values.iter().enumerate() {
+                    let unit = dimension.unit.as_deref();
+                    let words = format!("{} = {}", leaf(&dimension.field), text(value, unit));
+                    let mut fields = point.fields.clone();
+                    fields.push((dimension.field.clone(), toml_value(value, unit)));
+                    for linked in &dimension.with {
+                        let linked_unit = linked.unit.as_deref();
+                        fields.push((
+                            linked.field.clone(),
+                            toml_value(linked.values[i], linked_unit),
+                        ));
+                    }
+                    let join = |a: &str, b: &str| {
+                        if a.is_empty() {
+                            b.to_string()
+                        } else {
+                            format!("{a}, {b}")
+                        }
+                    };
+                    next.push(Point {
+                        label: join(&point.label, &words),
+                        fields,
+                        x: if d == 0 { value } else { point.x },
+                        rest: if d == 0 {
+                            String::new()
+                        } else {
+                            join(&point.rest, &words)
+                        },
+                    });
+                }
+            }
+            points = next;
+        }
+        points
+    }
+}
+
+/// The most points one swept variant may have.
+pub(crate) const MAX_POINTS: usize = 100_000;
+
+/// The last part of a dotted field.
+fn leaf(field: &str) -> &str {
+    field.rsplit('.').next().unwrap_or(field)
+}
+
+/// A value as a name shows it: `20Mbit/s`, `0.2`.
+fn text(value: f64, unit: Option<&str>) -> String {
+    format!("{value}{}", unit.unwrap_or(""))
+}
+
+/// A value as the file would write it: a quantity with its unit, a whole
+/// number as an integer (so integer fields can be swept), else a float.
+fn toml_value(value: f64, unit: Option<&str>) -> toml::Value {
+    match unit {
+        Some(unit) => toml::Value::String(format!("{value}{unit}")),
+        None if value.fract() == 0.0 && value.abs() < 1e15 => toml::Value::Integer(value as i64),
+        None => toml::Value::Float(value),
+    }
+}
+
+/// Sets the dotted `field` of `table` to `value`, making tables on the way;
+/// a numeric part indexes an array that exists.
+pub(crate) fn set_dotted(table: &mut toml::Table, field: &str, value: toml::Value) {
+    let parts: Vec<&str> = field.split('.').collect();
+    let Some((last, path)) = parts.split_last() else {
+        return;
+    };
+    let Some((first, rest)) = path.split_first() else {
+        table.insert(last.to_string(), value);
+        return;
+    };
+    let entry = table
+        .entry(first.to_string())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    set_in(entry, rest, last, value);
+}
+
+fn set_in(here: &mut toml::Value, path: &[&str], last: &str, value: toml::Value) {
+    let Some((part, rest)) = path.split_first() else {
+        match here {
+            toml::Value::Table(table) => {
+                table.insert(last.to_string(), value);
+            }
+            toml::Value::Array(array) => {
+                if let Some(slot) = last.parse::<usize>().ok().and_then(|i| array.get_mut(i)) {
+                    *slot = value;
+                }
+            }
+            other => {
+                let mut table = toml::Table::new();
+                table.insert(last.to_string(), value);
+                *other = toml::Value::Table(table);
+            }
+        }
+        return;
+    };
+    let next = match here {
+        toml::Value::Array(array) => {
+            match part.parse::<usize>().ok().and_then(|i| array.get_mut(i)) {
+                Some(next) => next,
+                None => return,
+            }
+        }
+        toml::Value::Table(table) => table
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+        other => {
+            *other = toml::Value::Table(toml::Table::new());
+            let toml::Value::Table(table) = other else {
+                return;
+            };
+            table
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        }
+    };
+    set_in(next, rest, last, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_product_of_two_dimensions_with_a_linked_field() {
+        let table: toml::Table = toml::from_str(
+            r#"sweep = [
+                { field = "flows.0.count", values = [2, 3], with = [{ field = "hops.far.rate", values = [40, 60], unit = "Mbit/s" }] },
+                { field = "hops.far.buffer.bdp", values = [0.5, 2] },
+            ]"#,
+        )
+        .unwrap();
+        let toml::Value::Array(items) = table["sweep"].clone() else {
+            panic!("an array");
+        };
+        let dimensions = items.into_iter().map(|v| v.try_into().unwrap()).collect();
+        let sweep = Sweep::Product(dimensions);
+        assert!(sweep.problem().is_none());
+        let points = sweep.points();
+        let labels: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "count = 2, bdp = 0.5",
+                "count = 2, bdp = 2",
+                "count = 3, bdp = 0.5",
+                "count = 3, bdp = 2"
+            ]
+        );
+        assert_eq!(points[3].x, 3.0);
+        assert_eq!(points[3].rest, "bdp = 2");
+        assert_eq!(
+            points[2].fields[1].1,
+            toml::Value::String("60Mbit/s".into())
+        );
+    }
+
+    #[test]
+    fn dotted_fields_index_arrays() {
+        let mut table: toml::Table =
+            toml::from_str("flows = [{ name = \"a\" }, { name = \"b\" }]").unwrap();
+        set_dotted(&mut table, "flows.1.count", toml::Value::Integer(4));
+        set_dotted(
+            &mut table,
+            "hops.far.rate",
+            toml::Value::String("1Mbit/s".into()),
+        );
+        assert_eq!(table["flows"][1]["count"].as_integer(), Some(4));
+        assert_eq!(table["hops"]["far"]["rate"].as_str(), Some("1Mbit/s"));
+    }
+}

@@ -1,0 +1,105 @@
+//! A run split into shards (`--shard K/N`) and merged writes the same
+//! files, byte for byte, as the whole run; a merge refuses shards that are
+//! missing or given twice.
+
+use experiments::run::{Manifest, Shard};
+use experiments::{Progress, RunOptions, ScenarioFile};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const SCENARIO: &str = r#"
+name = "shards"
+title = "shards"
+trials = 3
+time_limit = "20s"
+measure = { from = "1s", until = "4s" }
+path = ["near", "far"]
+[client]
+addr = "10.0.0.1"
+controller = "proteus-p"
+[server]
+addr = "10.0.1.1"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "10ms"
+rate = "10Mbit/s"
+buffer = { kind = "drop_tail", bytes = "50kB" }
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "4s"
+[[variant]]
+name = "P"
+sweep = { field = "hops.far.buffer.bytes", values = [20000, 50000], unit = "B" }
+[[variant]]
+name = "S"
+client.controller = "proteus-s"
+"#;
+
+/// Every file under `dir`, by relative path.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(here) = stack.pop() {
+        for entry in std::fs::read_dir(&here).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn merged_shards_write_what_the_whole_run_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shards.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let file = ScenarioFile::load(&scenario).unwrap();
+    let whole = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
+    let whole_dir = tmp.path().join("whole");
+    experiments::report::write(&whole_dir, &file, &whole).unwrap();
+
+    let mut shard_dirs = Vec::new();
+    for index in 1..=4 {
+        let shard = Shard { index, count: 4 };
+        let options = RunOptions {
+            shard: Some(shard),
+            ..RunOptions::default()
+        };
+        let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
+        let dir = tmp.path().join(format!("shard-{index}"));
+        let manifest = Manifest::new(&file, &options, shard);
+        experiments::report::write_shard(&dir, &results, &manifest).unwrap();
+        shard_dirs.push(dir);
+    }
+    let merged = experiments::run::merge(&file, &RunOptions::default(), &shard_dirs).unwrap();
+    let merged_dir = tmp.path().join("merged");
+    experiments::report::write(&merged_dir, &file, &merged).unwrap();
+    let (a, b) = (files(&whole_dir), files(&merged_dir));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, bytes) in &a {
+        if bytes != &b[name] {
+            let (x, y) = (
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&b[name]),
+            );
+            for (l, r) in x.lines().zip(y.lines()).filter(|(l, r)| l != r).take(3) {
+                eprintln!("- {l}\n+ {r}");
+            }
+            panic!("{} differs", name.display());
+        }
+    }
+
+    let missing = experiments::run::merge(&file, &RunOptions::default(), &shard_dirs[..3]);
+    assert!(missing.unwrap_err().contains("shard 4/4 is missing"));
+    let twice = [shard_dirs[0].clone(), shard_dirs[0].clone()];
+    let error = experiments::run::merge(&file, &RunOptions::default(), &twice).unwrap_err();
+    assert!(error.contains("given twice"), "{error}");
+}

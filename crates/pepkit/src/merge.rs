@@ -1,0 +1,74 @@
+//! `pepkit merge DIRS… --out DIR`: the shards of one run (`pepkit run FILE
+//! --shard K/N`, one directory each) merged into the files the whole run
+//! writes (trial files, summary.json, CSVs, plots, summary.md), then the
+//! table and the claims as `pepkit run` prints them. Exits 1 if a claim
+//! does not hold, 2 if the shards do not make up one run.
+
+use crate::run_scenario::print_results;
+use experiments::ScenarioFile;
+use experiments::run::Manifest;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `pepkit merge`.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The shards' directories (every shard of the run, once each).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Where to write the merged results.
+    #[arg(long)]
+    out: PathBuf,
+    /// The scenario file [default: the one the shards' manifests name].
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let manifest = match Manifest::read(&args.dirs[0]) {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let path = args.scenario.clone().unwrap_or(manifest.scenario.clone());
+    let file = match ScenarioFile::load(&path) {
+        Ok(file) if file.base.name == manifest.name => file,
+        Ok(file) => {
+            eprintln!(
+                "error: {} is scenario {:?}, the shards are of {:?}",
+                path.display(),
+                file.base.name,
+                manifest.name
+            );
+            return ExitCode::from(2);
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = manifest.options();
+    let results = match experiments::run::merge(&file, &options, &args.dirs) {
+        Ok(results) => results,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let written = match experiments::report::write(&args.out, &file, &results) {
+        Ok(written) => written,
+        Err(error) => {
+            eprintln!("error: writing results to {}: {error}", args.out.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    print_results(&results, &options, &written, &args.out);
+    if results.summary.checks.iter().all(|check| check.passed) {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("a claim did not hold (see the table above)");
+        ExitCode::FAILURE
+    }
+}
