@@ -137,6 +137,8 @@ pub(crate) struct FlowView<'a> {
     pub names: &'a FlowNames,
     /// The window throughput and RTTs are measured over, if any.
     pub measure: Option<crate::outcome::Window>,
+    /// Its named phases, each measured on its own as well.
+    pub phases: &'a [crate::outcome::Phase],
 }
 
 /// What a finished flow achieved, for figures across flows.
