@@ -221,7 +221,7 @@ impl RawScenario {
             if phase.name.is_empty() || slug(&phase.name) != phase.name {
                 return fail(
                     &field("name"),
-                    &format!(
+                    format!(
                         "{:?} must be lower-case letters, digits, '.' and single '-' \
                          (it becomes part of metric names)",
                         phase.name
@@ -235,7 +235,7 @@ impl RawScenario {
                 );
             }
             if phases.iter().any(|p| p.name == phase.name) {
-                return fail(&field("name"), &format!("{:?} is named twice", phase.name));
+                return fail(&field("name"), format!("{:?} is named twice", phase.name));
             }
             if phase.from.0 >= phase.until.0 {
                 return fail(&field("until"), "must be after `from`");
