@@ -343,6 +343,16 @@ pub struct Window {
     pub until: Time,
 }
 
+/// A named part of the measurement window (`measure.phases`): each flow's
+/// throughput in it is `throughput_mbps_<name>_<flow>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Phase {
+    /// Its name, as metric names carry it (a slug).
+    pub name: String,
+    /// When.
+    pub window: Window,
+}
+
 impl Window {
     /// Its length, seconds.
     pub fn seconds(&self) -> f64 {
@@ -392,6 +402,26 @@ pub(crate) fn add_throughput(
         names.metric("throughput_mbps"),
         log.rates_mbps(series_until.max(window.until), total),
     );
+}
+
+/// The flow's throughput in each phase of the window,
+/// `throughput_mbps_<phase>` with the flow's suffix.
+pub(crate) fn add_phase_throughputs(
+    result: &mut TrialResult,
+    names: &FlowNames,
+    log: &quic::DeliveryLog,
+    total: u64,
+    phases: &[Phase],
+) {
+    for phase in phases {
+        let window = phase.window;
+        let bytes = log.bytes_between(window.from, window.until, total);
+        let mbps = bytes as f64 * 8.0 / window.seconds() / 1e6;
+        result.set(
+            names.metric(&format!("throughput_mbps_{}", phase.name)),
+            mbps,
+        );
+    }
 }
 
 /// Jain's fairness index (Σx)² / (n · Σx²): 1 when all are equal, 1/n

@@ -204,3 +204,73 @@ fn throughput_series_run_to_the_time_limit() {
     assert!(mean(&b[32..]) < 0.1, "B has left: {b:?}");
     assert!(mean(&a[32..]) > 1.0, "A goes on after B left: {a:?}");
 }
+
+/// Two timed flows, B from 2 s, measured over 1–4 s in two phases.
+const PHASED: &str = r#"
+name = "phased"
+title = "two timed flows in phases"
+trials = 1
+time_limit = "6s"
+path = ["near", "far"]
+[measure]
+from = "1s"
+until = "6s"
+phases = [{ name = "first", from = "1s", until = "2s" }, { name = "second", from = "2s", until = "6s" }]
+[client]
+addr = "10.0.2.10"
+[server]
+addr = "10.0.1.10"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "10ms"
+rate = "10Mbit/s"
+buffer = { kind = "drop_tail", bytes = "30kB" }
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "6s"
+[[flows]]
+name = "A"
+alone = true
+[[flows]]
+name = "B"
+start = "2s"
+duration = "4s"
+"#;
+
+/// Each phase of the window has each flow's throughput, Jain's index, the
+/// utilisation and the ratio to running alone; the phases that tile the
+/// window average to the window's throughput.
+#[test]
+fn phases_measure_each_flow_in_each_part_of_the_window() {
+    let file = ScenarioFile::parse(PHASED, PathBuf::from("phased.toml")).unwrap();
+    let results = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
+    let trial = &results.trials[0][0];
+    let m = &trial.metrics;
+    assert_eq!(m["throughput_mbps_first_b"], 0.0, "B starts at 2 s");
+    assert!(m["throughput_mbps_first_a"] > 8.0, "{m:?}");
+    assert!(
+        m["throughput_mbps_second_a"] < 0.8 * m["throughput_mbps_first_a"],
+        "A shares with B in the second phase: {m:?}"
+    );
+    assert!(m["throughput_mbps_second_b"] > 1.0, "{m:?}");
+    for flow in ["a", "b"] {
+        let tiled = (m[&format!("throughput_mbps_first_{flow}")]
+            + 4.0 * m[&format!("throughput_mbps_second_{flow}")])
+            / 5.0;
+        let window = m[&format!("throughput_mbps_{flow}")];
+        assert!((tiled - window).abs() < 1e-9, "{flow}: {tiled} vs {window}");
+    }
+    assert!((m["jain_index_first"] - 0.5).abs() < 1e-9, "{m:?}");
+    assert!(m["jain_index_second"] > m["jain_index_first"], "{m:?}");
+    assert!(m["utilization_first"] > 0.8, "{m:?}");
+    // Before B starts, A runs as it does alone.
+    assert!((m["throughput_ratio_first_a"] - 1.0).abs() < 0.02, "{m:?}");
+    assert!(m["throughput_ratio_second_a"] < 0.8, "{m:?}");
+    assert!(
+        !m.contains_key("throughput_ratio_first_b"),
+        "B is not `alone`"
+    );
+}

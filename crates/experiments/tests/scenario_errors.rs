@@ -542,3 +542,39 @@ fn relative_paths_name_their_directory() {
     assert_mentions(&message, &["relative to ."]);
     assert!(!message.contains("relative to )"), "{message}");
 }
+
+#[test]
+fn measurement_phases_lie_in_the_window_under_distinct_metric_safe_names() {
+    let timed = BASE.replace("size = \"1MB\"", "duration = \"10s\"");
+    let with = |phases: &str| {
+        format!(
+            "time_limit = \"10s\"\nmeasure = {{ from = \"2s\", until = \"8s\", phases = [{phases}] }}\n{timed}"
+        )
+    };
+    let ok = with("{ name = \"early\", from = \"2s\", until = \"4s\" }");
+    ScenarioFile::parse(&ok, PathBuf::from("ok.toml")).unwrap();
+    assert_mentions(
+        &error(&with("{ name = \"early\", from = \"1s\", until = \"4s\" }")),
+        &["measure.phases[0]", "within `measure`"],
+    );
+    assert_mentions(
+        &error(&with("{ name = \"early\", from = \"4s\", until = \"4s\" }")),
+        &["measure.phases[0].until", "after"],
+    );
+    assert_mentions(
+        &error(&with(
+            "{ name = \"a\", from = \"2s\", until = \"4s\" }, { name = \"a\", from = \"4s\", until = \"6s\" }",
+        )),
+        &["measure.phases[1].name", "twice"],
+    );
+    assert_mentions(
+        &error(&with(
+            "{ name = \"Early Part\", from = \"2s\", until = \"4s\" }",
+        )),
+        &["measure.phases[0].name", "metric names"],
+    );
+    assert_mentions(
+        &error(&with("{ name = \"alone\", from = \"2s\", until = \"4s\" }")),
+        &["measure.phases[0].name", "taken"],
+    );
+}

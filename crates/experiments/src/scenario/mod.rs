@@ -32,7 +32,7 @@ pub use sweep::SweepPoint;
 pub use validate::{MAX_HOPS, MAX_TRIALS};
 
 use crate::figure::Plot;
-use crate::outcome::{Mode, Window};
+use crate::outcome::{Mode, Phase, Window};
 use crate::systems::{Middle, Topology};
 use crate::workloads::{Amount, TcpTransfer, Workload};
 use std::net::SocketAddr;
@@ -77,6 +77,8 @@ pub struct Scenario {
     pub plots: Vec<Plot>,
     /// The window per-flow throughput and RTTs are measured over.
     pub measure: Option<Window>,
+    /// Named parts of the window, each measured on its own as well.
+    pub phases: Vec<Phase>,
     /// QUIC's flow-control and send windows, bytes (`None`: sized from
     /// the path).
     pub transport_window: Option<u64>,

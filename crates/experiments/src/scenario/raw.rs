@@ -56,10 +56,23 @@ pub(crate) struct RawScenario {
     pub transport_window: Option<Bytes>,
 }
 
-/// `measure = { from = "20s", until = "120s" }`.
-#[derive(Clone, Copy, Debug, Deserialize)]
+/// `measure = { from = "20s", until = "120s" }`, optionally with named
+/// phases inside it: `phases = [{ name = "yield", from = "45s", until =
+/// "60s" }]`.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMeasure {
+    pub from: Span,
+    pub until: Span,
+    #[serde(default)]
+    pub phases: Vec<RawPhase>,
+}
+
+/// One named part of the measurement window.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPhase {
+    pub name: String,
     pub from: Span,
     pub until: Span,
 }

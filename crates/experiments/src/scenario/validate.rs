@@ -4,7 +4,7 @@
 use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport};
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
-use crate::outcome::{Window, slug};
+use crate::outcome::{Phase, Window, slug};
 use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Topology};
 use crate::workloads::Amount;
@@ -99,8 +99,10 @@ impl RawScenario {
             },
         };
         let measure = self.measure()?;
+        let phases = self.phases()?;
         Ok(Scenario {
             measure,
+            phases,
             transport_window: self.transport_window.map(|bytes| bytes.0),
             name: self.name,
             title: self.title,
@@ -183,7 +185,7 @@ impl RawScenario {
 
     /// The measurement window: within the run.
     fn measure(&self) -> Result<Option<Window>, Problem> {
-        let Some(raw) = self.measure else {
+        let Some(raw) = &self.measure else {
             return Ok(None);
         };
         if raw.from.0 >= raw.until.0 {
@@ -204,6 +206,52 @@ impl RawScenario {
             from: netsim::Time::ZERO + raw.from.0,
             until: netsim::Time::ZERO + raw.until.0,
         }))
+    }
+
+    /// The measurement window's named phases: each within the window, of
+    /// positive length, under a distinct name that is its own slug (so
+    /// that metric names carry it unchanged).
+    fn phases(&self) -> Result<Vec<Phase>, Problem> {
+        let Some(raw) = &self.measure else {
+            return Ok(Vec::new());
+        };
+        let mut phases: Vec<Phase> = Vec::with_capacity(raw.phases.len());
+        for (i, phase) in raw.phases.iter().enumerate() {
+            let field = |name: &str| format!("measure.phases[{i}].{name}");
+            if phase.name.is_empty() || slug(&phase.name) != phase.name {
+                return fail(
+                    &field("name"),
+                    format!(
+                        "{:?} must be lower-case letters, digits, '.' and single '-' \
+                         (it becomes part of metric names)",
+                        phase.name
+                    ),
+                );
+            }
+            if ["alone", "window"].contains(&phase.name.as_str()) {
+                return fail(
+                    &field("name"),
+                    format!("{:?} is taken by the window's own metrics", phase.name),
+                );
+            }
+            if phases.iter().any(|p| p.name == phase.name) {
+                return fail(&field("name"), format!("{:?} is named twice", phase.name));
+            }
+            if phase.from.0 >= phase.until.0 {
+                return fail(&field("until"), "must be after `from`");
+            }
+            if phase.from.0 < raw.from.0 || phase.until.0 > raw.until.0 {
+                return fail(&field("from"), "the phase must lie within `measure`");
+            }
+            phases.push(Phase {
+                name: phase.name.clone(),
+                window: Window {
+                    from: netsim::Time::ZERO + phase.from.0,
+                    until: netsim::Time::ZERO + phase.until.0,
+                },
+            });
+        }
+        Ok(phases)
     }
 
     /// The hops of `path`, validated.

@@ -237,6 +237,7 @@ pub(crate) fn collect(
             names: &flow.names,
             measure: scenario.measure,
             time_limit: netsim::Time::ZERO + scenario.time_limit,
+            phases: &scenario.phases,
         };
         let workload = scenario
             .flows()
@@ -305,25 +306,46 @@ fn add_group_means(flows: &[FlowMeta], result: &mut TrialResult) {
 /// (`utilization`), and each flow's 95th-percentile inflation ratio,
 /// (p95 RTT − base RTT) / (buffer / bottleneck rate), the paper's §6.1.1
 /// measure of buffer occupancy, with the flow's smallest RTT as its base
-/// (`inflation_p95`).
+/// (`inflation_p95`). Jain's index and the utilisation also for each
+/// phase of the window (`jain_index_<phase>`, `utilization_<phase>`).
 fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut TrialResult) {
     let metric = |result: &TrialResult, flow: &FlowMeta, name: &str| {
         result.metrics.get(&flow.names.metric(name)).copied()
     };
-    let throughputs: Option<Vec<f64>> = flows
-        .iter()
-        .map(|flow| metric(result, flow, "throughput_mbps"))
-        .collect();
     let bottleneck = scenario.bottleneck();
     let rate = bottleneck
         .and_then(|hop| hop.rate())
         .map(|r| r.bits_per_sec() as f64 / 1e6);
-    if let Some(throughputs) = throughputs {
-        if flows.len() > 1 {
-            result.set("jain_index_window", jain_index(throughputs.iter().copied()));
-        }
-        if let Some(rate) = rate {
-            result.set("utilization", throughputs.iter().sum::<f64>() / rate);
+    // The whole window, then each phase (`jain_index_<phase>`,
+    // `utilization_<phase>`).
+    let windows = std::iter::once((
+        "",
+        "jain_index_window".to_string(),
+        "utilization".to_string(),
+    ))
+    .chain(scenario.phases.iter().map(|phase| {
+        (
+            phase.name.as_str(),
+            format!("jain_index_{}", phase.name),
+            format!("utilization_{}", phase.name),
+        )
+    }));
+    for (phase, jain, utilization) in windows {
+        let throughput = match phase {
+            "" => "throughput_mbps".to_string(),
+            phase => format!("throughput_mbps_{phase}"),
+        };
+        let throughputs: Option<Vec<f64>> = flows
+            .iter()
+            .map(|flow| metric(result, flow, &throughput))
+            .collect();
+        if let Some(throughputs) = throughputs {
+            if flows.len() > 1 {
+                result.set(jain, jain_index(throughputs.iter().copied()));
+            }
+            if let Some(rate) = rate {
+                result.set(utilization, throughputs.iter().sum::<f64>() / rate);
+            }
         }
     }
     let drain_ms = match (bottleneck.and_then(|hop| hop.buffer_bytes()), rate) {
@@ -343,17 +365,30 @@ fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut Tria
 /// The metrics of the flows marked `alone` against their run alone:
 /// `throughput_mbps_alone`, `throughput_ratio` (the paper's primary
 /// throughput ratio), `rtt_p95_ms_alone` and `rtt_p95_ratio` (Figure 7),
-/// each with the flow's suffix.
+/// and per phase `throughput_ratio_<phase>`, each with the flow's suffix.
 fn add_alone(scenario: &Scenario, result: &mut TrialResult, alone: &TrialResult) {
     for (index, flow) in scenario.flows().iter().enumerate() {
         let (true, Some(name)) = (flow.alone, &flow.name) else {
             continue;
         };
         let names = FlowNames::named(index, name);
-        for (metric, ratio) in [
-            ("throughput_mbps", "throughput_ratio"),
-            ("rtt_p95_ms", "rtt_p95_ratio"),
-        ] {
+        let phases = scenario.phases.iter().map(|phase| {
+            (
+                format!("throughput_mbps_{}", phase.name),
+                format!("throughput_ratio_{}", phase.name),
+            )
+        });
+        let pairs = [
+            (
+                "throughput_mbps".to_string(),
+                "throughput_ratio".to_string(),
+            ),
+            ("rtt_p95_ms".to_string(), "rtt_p95_ratio".to_string()),
+        ]
+        .into_iter()
+        .chain(phases);
+        for (metric, ratio) in pairs {
+            let (metric, ratio) = (metric.as_str(), ratio.as_str());
             let key = names.metric(metric);
             let Some(&by_itself) = alone.metrics.get(&key) else {
                 continue;

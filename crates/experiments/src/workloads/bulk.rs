@@ -4,7 +4,9 @@
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, downcast};
 use crate::figure::Plot;
-use crate::outcome::{TrialResult, add_error, add_rtts, add_sender, add_throughput};
+use crate::outcome::{
+    TrialResult, add_error, add_phase_throughputs, add_rtts, add_sender, add_throughput,
+};
 use crate::units::{Bytes, Span};
 use quic::{AckDelay, BulkClient, BulkReport, BulkServerFactory, QuicClient, QuicServer};
 use serde::{Deserialize, Serialize};
@@ -178,6 +180,7 @@ impl WorkloadKind for Bulk {
             .unzip();
             if let (Some(log), Some(total)) = (log, total) {
                 add_throughput(result, names, log, total, window, view.time_limit);
+                add_phase_throughputs(result, names, log, total, view.phases);
             }
         }
         if let Some(record) = receiver {

@@ -139,6 +139,8 @@ pub(crate) struct FlowView<'a> {
     pub measure: Option<crate::outcome::Window>,
     /// The trial's time limit: throughput series run up to it.
     pub time_limit: netsim::Time,
+    /// Its named phases, each measured on its own as well.
+    pub phases: &'a [crate::outcome::Phase],
 }
 
 /// What a finished flow achieved, for figures across flows.
