@@ -29,10 +29,10 @@
 
 use crate::RealClock;
 use crate::driver::{
-    DriverError, DriverInterface, Mac, MiddleDriver, MiddleNodeSpec, MiddleStats, Placement, Routes,
+    DriverError, DriverInterface, Mac, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic,
+    Placement, Routes,
 };
 use crate::sys::command::ip;
-use netsim::Time;
 use pemi::{ConnSummary, Pemi, PemiConfig, PemiStats};
 use serde::Serialize;
 use std::io::Write;
@@ -84,8 +84,8 @@ pub enum PemiDaemonError {
 /// The daemon with its sockets open, ready to run.
 pub struct PemiDaemon {
     driver: MiddleDriver<Pemi>,
-    stats_every: Option<Duration>,
-    next_stats: Time,
+    /// When the counters are next written (Copy: `stats()` needs `self`).
+    periodic: Periodic,
 }
 
 /// An interface's MAC from sysfs.
@@ -221,10 +221,7 @@ impl PemiDaemon {
         driver.time_engine_cpu();
         Ok(PemiDaemon {
             driver,
-            stats_every: config.stats_every,
-            next_stats: config
-                .stats_every
-                .map_or(Time::MAX, |every| Time::ZERO + every),
+            periodic: Periodic::new(config.stats_every),
         })
     }
 
@@ -243,11 +240,9 @@ impl PemiDaemon {
                 self.dump(&mut log);
             }
             let now = self.driver.clock().now();
-            if now >= self.next_stats {
-                let line = serde_json::to_string(&self.stats()).unwrap_or_default();
-                let _ = writeln!(log, "stats {line}");
-                self.next_stats = now + self.stats_every.unwrap_or(Duration::MAX);
-            }
+            let mut periodic = self.periodic;
+            periodic.write_if_due(now, &mut log, || self.stats());
+            self.periodic = periodic;
             self.driver.turn(MAX_SLEEP)?;
         }
         let mut stats = self.stats();

@@ -33,7 +33,7 @@
 
 use crate::RealClock;
 use crate::driver::{
-    DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Placement,
+    DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic, Placement,
 };
 use netsim::{Seed, Time};
 use serde::Serialize;
@@ -202,8 +202,8 @@ pub type DaemonError = DriverError;
 pub struct SidekickDaemon {
     driver: MiddleDriver<SidekickProxy>,
     iface: String,
-    stats_every: Option<Duration>,
-    next_stats: Time,
+    /// When the counters are next written (Copy: `stats()` needs `self`).
+    periodic: Periodic,
 }
 
 impl SidekickDaemon {
@@ -221,10 +221,7 @@ impl SidekickDaemon {
         Ok(SidekickDaemon {
             driver,
             iface: config.iface.clone(),
-            stats_every: config.stats_every,
-            next_stats: config
-                .stats_every
-                .map_or(Time::MAX, |every| Time::ZERO + every),
+            periodic: Periodic::new(config.stats_every),
         })
     }
 
@@ -250,14 +247,9 @@ impl SidekickDaemon {
     /// periodic counters written to `log` when due.
     pub fn turn(&mut self, max_sleep: Duration, log: &mut dyn Write) -> Result<(), DaemonError> {
         let now = self.driver.clock().now();
-        if now >= self.next_stats {
-            let _ = writeln!(
-                log,
-                "stats {}",
-                serde_json::to_string(&self.stats()).unwrap_or_default()
-            );
-            self.next_stats = now + self.stats_every.unwrap_or(Duration::MAX);
-        }
+        let mut periodic = self.periodic;
+        periodic.write_if_due(now, log, || self.stats());
+        self.periodic = periodic;
         let errors = self.driver.counters().interface_errors;
         self.driver.turn(max_sleep)?;
         if self.driver.counters().interface_errors > errors {

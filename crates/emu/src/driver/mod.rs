@@ -84,9 +84,11 @@ mod engine_timer;
 mod host;
 mod in_path;
 mod middle;
+mod periodic;
 
 pub use host::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use middle::{
     BATCH, DriverError, DriverInterface, LinkAddrs, MAX_SLEEP, Mac, MiddleDriver, MiddleNodeSpec,
     MiddleRun, MiddleStats, Placement, Routes,
 };
+pub use periodic::Periodic;

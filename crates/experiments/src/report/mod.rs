@@ -212,13 +212,17 @@ pub fn table(summary: &Summary) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!("|{}\n", "---|".repeat(header.len())));
     for variant in &summary.variants {
-        let unfinished = (variant.trials - variant.completed).saturating_sub(variant.interrupted);
+        let unfinished = (variant.trials - variant.completed)
+            .saturating_sub(variant.interrupted + variant.failed);
         let mut trials = variant.trials.to_string();
         if unfinished > 0 {
             trials += &format!(" ({unfinished} unfinished)");
         }
         if variant.interrupted > 0 {
             trials += &format!(" ({} not run: interrupted)", variant.interrupted);
+        }
+        if variant.failed > 0 {
+            trials += &format!(" ({} with errors, left out)", variant.failed);
         }
         let mut row = vec![variant.name.clone(), trials];
         for metric in &summary.headline {

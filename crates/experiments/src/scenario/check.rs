@@ -47,11 +47,11 @@ pub struct Check {
     pub statistic: Statistic,
     /// Read this statistic of a series' point medians instead of one
     /// variant's value.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub across: Option<Statistic>,
     /// Read the smallest swept value at which a series' median reaches
     /// this.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossing: Option<f64>,
 }
 

@@ -64,7 +64,13 @@ pub struct VariantSummary {
     /// none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub interrupted: usize,
-    /// Each metric's spread over the trials that reported it.
+    /// Trials that ended with an error (a connection aborted, a peer that
+    /// failed): their metrics are left out of the spreads (absent when
+    /// none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: usize,
+    /// Each metric's spread over the trials without errors that reported
+    /// it.
     pub metrics: BTreeMap<String, Spread>,
     /// The paper's values, where the scenario names them.
     pub paper: BTreeMap<String, f64>,
@@ -77,7 +83,10 @@ impl VariantSummary {
     /// Summarises one variant's trials.
     pub fn new(variant: &Variant, trials: &[TrialResult]) -> VariantSummary {
         let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for trial in trials {
+        // A trial that ended with an error measured something else than
+        // the scenario asks (an aborted transfer, a half-run workload):
+        // no claim or table may rest on it.
+        for trial in trials.iter().filter(|t| t.errors.is_empty()) {
             for (metric, value) in &trial.metrics {
                 values.entry(metric).or_default().push(*value);
             }
@@ -87,6 +96,10 @@ impl VariantSummary {
             trials: trials.len(),
             completed: trials.iter().filter(|t| t.completed).count(),
             interrupted: trials.iter().filter(|t| t.interrupted_run()).count(),
+            failed: trials
+                .iter()
+                .filter(|t| !t.errors.is_empty() && !t.interrupted_run())
+                .count(),
             metrics: values
                 .into_iter()
                 .filter_map(|(metric, values)| Some((metric.to_string(), Spread::of(&values)?)))
@@ -94,5 +107,53 @@ impl VariantSummary {
             paper: variant.paper.clone(),
             sweep: variant.sweep.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioFile;
+
+    /// A trial that ended with an error is counted, and none of its
+    /// metrics reach the spreads (so no claim rests on it).
+    #[test]
+    fn trials_with_errors_are_left_out() {
+        let text = r#"
+name = "t"
+title = "t"
+path = ["a"]
+[client]
+addr = "10.0.0.1"
+[server]
+addr = "10.0.1.1"
+[hops.a]
+delay = "1ms"
+rate = "10Mbit/s"
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "1MB"
+[[variant]]
+name = "v"
+"#;
+        let file = ScenarioFile::parse(text, "t.toml".into()).unwrap();
+        let seed = netsim::Seed::new(1);
+        let trial = |i: u32, goodput: f64, error: Option<&str>| {
+            let mut t = TrialResult::new("v", i, seed, "finished", netsim::Time::ZERO, 0);
+            t.completed = error.is_none();
+            t.set("goodput_mbps", goodput);
+            t.errors.extend(error.map(str::to_string));
+            t
+        };
+        let trials = [
+            trial(0, 9.0, None),
+            trial(1, 1.0, Some("client: too many gaps")),
+            trial(2, 8.0, None),
+        ];
+        let summary = VariantSummary::new(&file.variants[0], &trials);
+        assert_eq!(summary.failed, 1);
+        let goodput = &summary.metrics["goodput_mbps"];
+        assert_eq!((goodput.n, goodput.min, goodput.max), (2, 8.0, 9.0));
     }
 }

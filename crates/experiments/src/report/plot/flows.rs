@@ -24,14 +24,9 @@ pub(super) fn panels<'a>(figure: &Plot, results: &'a RunResults) -> Vec<Panel<'a
     else {
         return Vec::new();
     };
-    results
-        .summary
-        .variants
-        .iter()
-        .zip(&results.trials)
-        .filter(|(variant, _)| only.is_empty() || only.contains(&variant.name))
-        .filter_map(|(variant, trials)| {
-            let trial = trials.get(*trial as usize)?;
+    super::chosen_trials(results, only, *trial)
+        .into_iter()
+        .filter_map(|(name, trial)| {
             let flows: Vec<(String, &[f64])> = trial
                 .series
                 .iter()
@@ -42,7 +37,7 @@ pub(super) fn panels<'a>(figure: &Plot, results: &'a RunResults) -> Vec<Panel<'a
                     Some((name.to_string(), values.as_slice()))
                 })
                 .collect();
-            (!flows.is_empty()).then_some((variant.name.as_str(), flows))
+            (!flows.is_empty()).then_some((name, flows))
         })
         .collect()
 }

@@ -212,18 +212,30 @@ fn series_lines<'a>(figure: &Plot, results: &'a RunResults) -> Vec<(&'a str, Vec
     else {
         return Vec::new();
     };
+    chosen_trials(results, only, *trial)
+        .into_iter()
+        .filter_map(|(name, trial)| {
+            let (times, values) = (trial.series.get("t_s")?, trial.series.get(field)?);
+            let points = times.iter().copied().zip(values.iter().copied()).collect();
+            Some((name, points))
+        })
+        .collect()
+}
+
+/// What a plot of one trial per variant draws: the variants it names (all
+/// if none), each with its trial number `trial` where it ran.
+pub(super) fn chosen_trials<'a>(
+    results: &'a RunResults,
+    only: &[String],
+    trial: u32,
+) -> Vec<(&'a str, &'a crate::outcome::TrialResult)> {
     results
         .summary
         .variants
         .iter()
         .zip(&results.trials)
         .filter(|(variant, _)| only.is_empty() || only.contains(&variant.name))
-        .filter_map(|(variant, trials)| {
-            let trial = trials.get(*trial as usize)?;
-            let (times, values) = (trial.series.get("t_s")?, trial.series.get(field)?);
-            let points = times.iter().copied().zip(values.iter().copied()).collect();
-            Some((variant.name.as_str(), points))
-        })
+        .filter_map(|(variant, trials)| Some((variant.name.as_str(), trials.get(trial as usize)?)))
         .collect()
 }
 
