@@ -70,6 +70,9 @@ pub struct TeccSettings {
     pub time_threshold: f64,
     /// The server's reordering threshold, packets (RFC 9002: 3).
     pub packet_threshold: u32,
+    /// Add the additive-increase term MSS/T_s to Sr (the paper's MAIMD,
+    /// §4.2.6); `false` leaves the MIMD law Figure 15 contrasts it with.
+    pub additive_increase: bool,
 }
 
 /// The settings as written.
@@ -83,6 +86,7 @@ struct RawTecc {
     window_gain: f64,
     time_threshold: f64,
     packet_threshold: u32,
+    additive_increase: bool,
 }
 
 impl Default for RawTecc {
@@ -96,6 +100,7 @@ impl Default for RawTecc {
             window_gain: d.window_gain,
             time_threshold: d.time_threshold,
             packet_threshold: d.packet_threshold,
+            additive_increase: d.additive_increase,
         }
     }
 }
@@ -112,6 +117,7 @@ impl TryFrom<RawTecc> for TeccSettings {
             window_gain: raw.window_gain,
             time_threshold: raw.time_threshold,
             packet_threshold: raw.packet_threshold,
+            additive_increase: raw.additive_increase,
         };
         settings.check()?;
         Ok(settings)
@@ -128,6 +134,7 @@ impl Default for TeccSettings {
             window_gain: 2.0,
             time_threshold: 1.5,
             packet_threshold: 10,
+            additive_increase: true,
         }
     }
 }
@@ -272,7 +279,8 @@ impl RateLaw {
             Some(u) => (1.0 - s.ewma) * u + s.ewma * u_t,
         };
         self.u = Some(u);
-        u * tr + mss / t_s
+        let additive = if s.additive_increase { mss / t_s } else { 0.0 };
+        u * tr + additive
     }
 }
 
@@ -463,6 +471,18 @@ mod tests {
         // U = 0.75 · 0.82625 + 0.25 · 0.5 = 0.7446875.
         let sr = law.update(1.25e6, 500_000.0, 0.0, t_s, 1200.0);
         assert!((sr - (0.744_687_5 * 1.25e6 + 8000.0)).abs() < 1e-6, "{sr}");
+    }
+
+    #[test]
+    fn without_additive_increase_the_law_is_mimd() {
+        let mimd = TeccSettings {
+            additive_increase: false,
+            ..TeccSettings::default()
+        };
+        let mut law = RateLaw::new(mimd);
+        // As above without the MSS/T_s term: U = 0.8, Sr = 0.8 · 1.25e6.
+        let sr = law.update(1.25e6, 25_000.0, 0.0, Duration::from_millis(150), 1200.0);
+        assert!((sr - 1_000_000.0).abs() < 1e-6, "{sr}");
     }
 
     #[test]

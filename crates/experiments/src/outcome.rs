@@ -373,21 +373,24 @@ pub(crate) fn add_rtts(
 }
 
 /// A flow's throughput in the window (`throughput_mbps`, from the bytes
-/// its receiving application took), and its throughput over time in
-/// 100 ms bins up to the window's end (the series `throughput_mbps`).
+/// its receiving application took), and its throughput over the whole
+/// trial in 100 ms bins up to `series_until`, the time limit (the series
+/// `throughput_mbps`), so that a figure shows flows arriving and leaving
+/// outside the window too.
 pub(crate) fn add_throughput(
     result: &mut TrialResult,
     names: &FlowNames,
     log: &quic::DeliveryLog,
     total: u64,
     window: Window,
+    series_until: Time,
 ) {
     let bytes = log.bytes_between(window.from, window.until, total);
     let mbps = bytes as f64 * 8.0 / window.seconds() / 1e6;
     result.set(names.metric("throughput_mbps"), mbps);
     result.series.insert(
         names.metric("throughput_mbps"),
-        log.rates_mbps(window.until, total),
+        log.rates_mbps(series_until.max(window.until), total),
     );
 }
 

@@ -168,3 +168,39 @@ fn timed_flows_complete_and_lead_with_window_metrics() {
         .collect();
     assert_eq!(selected.len(), 2, "{selected:?}");
 }
+
+/// A flow's throughput series covers the whole trial, not only the
+/// measurement window: a figure shows flows arriving and leaving outside
+/// it (TECC's Figure 15). B leaves at 3 s; the window ends at 2 s.
+/// (Downloads: an upload stops writing at its deadline, and what it
+/// buffered before still drains.)
+#[test]
+fn throughput_series_run_to_the_time_limit() {
+    let text = TIMED
+        .replace(r#"direction = "upload""#, r#"direction = "download""#)
+        .replace(
+            r#"measure = { from = "1s", until = "4s" }"#,
+            r#"measure = { from = "1s", until = "2s" }"#,
+        )
+        .replace(
+            "[[flows]]\nname = \"B\"",
+            "[[flows]]\nname = \"B\"\nduration = \"3s\"",
+        );
+    let file = ScenarioFile::parse(&text, PathBuf::from("timed.toml")).unwrap();
+    let options = RunOptions {
+        variants: vec!["plain".into()],
+        ..RunOptions::default()
+    };
+    let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
+    let trial = &results.trials[0][0];
+    let a = &trial.series["throughput_mbps_a"];
+    let b = &trial.series["throughput_mbps_b"];
+    // 100 ms bins up to the 4 s time limit.
+    assert_eq!(a.len(), 40, "{a:?}");
+    assert_eq!(b.len(), 40, "{b:?}");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    assert!(mean(&a[20..30]) > 1.0, "A runs after the window: {a:?}");
+    assert!(mean(&b[20..29]) > 1.0, "B runs until it leaves: {b:?}");
+    assert!(mean(&b[32..]) < 0.1, "B has left: {b:?}");
+    assert!(mean(&a[32..]) > 1.0, "A goes on after B left: {a:?}");
+}

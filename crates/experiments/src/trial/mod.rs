@@ -236,6 +236,7 @@ pub(crate) fn collect(
             relayed,
             names: &flow.names,
             measure: scenario.measure,
+            time_limit: netsim::Time::ZERO + scenario.time_limit,
         };
         let workload = scenario
             .flows()

@@ -177,7 +177,7 @@ impl WorkloadKind for Bulk {
             }
             .unzip();
             if let (Some(log), Some(total)) = (log, total) {
-                add_throughput(result, names, log, total, window);
+                add_throughput(result, names, log, total, window, view.time_limit);
             }
         }
         if let Some(record) = receiver {

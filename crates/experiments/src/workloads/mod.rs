@@ -137,6 +137,8 @@ pub(crate) struct FlowView<'a> {
     pub names: &'a FlowNames,
     /// The window throughput and RTTs are measured over, if any.
     pub measure: Option<crate::outcome::Window>,
+    /// The trial's time limit: throughput series run up to it.
+    pub time_limit: netsim::Time,
 }
 
 /// What a finished flow achieved, for figures across flows.

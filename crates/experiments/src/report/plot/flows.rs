@@ -57,9 +57,13 @@ where
         .iter()
         .flat_map(|(_, flows)| flows.iter().map(|(_, v)| v.len() as f64 * bin))
         .fold(1e-9_f64, f64::max);
+    // The axis fits the lines drawn (one-second means), not the 100 ms
+    // bins, whose bursts would squash the lines to the bottom.
+    let per_second = (1.0 / bin).round().max(1.0) as usize;
     let top = panels
         .iter()
-        .flat_map(|(_, flows)| flows.iter().flat_map(|(_, v)| v.iter().copied()))
+        .flat_map(|(_, flows)| flows.iter().flat_map(|(_, v)| seconds(v, per_second, bin)))
+        .map(|(_, y)| y)
         .fold(1e-9_f64, f64::max)
         * 1.1;
     let title = format!("{title} (trial {trial})");
@@ -85,12 +89,7 @@ where
             .label_style(("sans-serif", 12))
             .draw()?;
         for (index, (_, values)) in flows.iter().enumerate() {
-            // One-second means, so that 100 ms bins do not blur the lines.
-            let per_second = (1.0 / bin).round().max(1.0) as usize;
-            let points = values.chunks(per_second).enumerate().map(|(i, chunk)| {
-                let t = (i as f64 + 0.5) * per_second as f64 * bin;
-                (t, chunk.iter().sum::<f64>() / chunk.len() as f64)
-            });
+            let points = seconds(values, per_second, bin);
             chart.draw_series(LineSeries::new(points, colour(index).stroke_width(2)))?;
         }
         if let Some(legend_area) = legend_area {
@@ -98,4 +97,16 @@ where
         }
     }
     Ok(())
+}
+
+/// One-second means of 100 ms bins (`per_second` bins of `bin` seconds),
+/// at the middle of each second, so that the bins do not blur the lines.
+fn seconds(values: &[f64], per_second: usize, bin: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
+    values
+        .chunks(per_second)
+        .enumerate()
+        .map(move |(i, chunk)| {
+            let t = (i as f64 + 0.5) * per_second as f64 * bin;
+            (t, chunk.iter().sum::<f64>() / chunk.len() as f64)
+        })
 }
