@@ -217,7 +217,8 @@ impl PemiDaemon {
             record: false,
             ..config.pemi.clone()
         });
-        let driver = MiddleDriver::open(spec, engine, RealClock::start())?;
+        let mut driver = MiddleDriver::open(spec, engine, RealClock::start())?;
+        driver.time_engine_cpu();
         Ok(PemiDaemon {
             driver,
             periodic: Periodic::new(config.stats_every),

@@ -4,6 +4,7 @@
 //! The module docs of [`crate::driver`] describe it.
 
 use super::beside::Beside;
+use super::engine_timer::EngineTimer;
 use super::frame::{Frame, UdpPacket, parse_frame};
 use super::in_path::{InPath, RouteTable};
 use crate::RealClock;
@@ -169,11 +170,29 @@ pub struct MiddleStats {
     pub turns: u64,
     /// Wall-clock nanoseconds spent inside the engine (an input — a
     /// datagram or a due timer — and the `poll_transmit` calls after it,
-    /// timed together): its own work, what PEMI's Figure 13 counts against
-    /// the packet I/O. `poll_timeout`, a field lookup, is not timed.
+    /// timed together; `poll_timeout`, a field lookup, is not timed). It
+    /// includes the time the thread was preempted inside the engine.
     pub engine_ns: u64,
     /// Timed stretches of the engine's work.
     pub engine_calls: u64,
+    /// With [`MiddleDriver::time_engine_cpu`]: the thread's CPU time in
+    /// the same stretches, in nanoseconds, as read (each stretch also
+    /// holds [`Self::cpu_clock_inside_ns`] of the readings' own cost): the
+    /// engine's own work, what PEMI's Figure 13 counts against the packet
+    /// I/O.
+    pub engine_cpu_ns: u64,
+    /// Stretches timed by the CPU clock.
+    pub engine_cpu_calls: u64,
+    /// Of [`Self::engine_cpu_ns`], the stretches that ran a due timer
+    /// (the rest handled a datagram).
+    pub engine_timer_cpu_ns: u64,
+    /// Those stretches.
+    pub engine_timer_calls: u64,
+    /// The CPU-clock readings' cost inside each stretch
+    /// ([`super::engine_timer::CpuClockCost`]), measured at start.
+    pub cpu_clock_inside_ns: u64,
+    /// The rest of their cost per stretch (outside the stretches).
+    pub cpu_clock_outside_ns: u64,
     /// The driver thread's CPU time over [`MiddleDriver::run`], in
     /// nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): the engine's work plus the
     /// packet I/O.
@@ -263,6 +282,7 @@ struct Core<M> {
     stats: MiddleStats,
     null: bool,
     clock: RealClock,
+    timer: EngineTimer,
     /// What the engine returned from one call, before it is sent.
     outbox: Vec<Transmit>,
 }
@@ -335,6 +355,7 @@ impl<M: Middlebox> MiddleDriver<M> {
                 stats: MiddleStats::default(),
                 null: false,
                 clock,
+                timer: EngineTimer::wall(),
                 outbox: Vec::new(),
             },
             ports,
@@ -508,6 +529,17 @@ impl<M: Middlebox> MiddleDriver<M> {
         self.core.clock
     }
 
+    /// Times the engine's work by the thread's CPU clock too
+    /// ([`MiddleStats::engine_cpu_ns`]; two system calls per stretch, so
+    /// off by default). Call it on the thread that runs the driver: it
+    /// measures the clock's own cost there first (≈ 10 ms).
+    pub fn time_engine_cpu(&mut self) {
+        self.core.timer = EngineTimer::cpu();
+        let cost = self.core.timer.cpu_clock_cost().unwrap_or_default();
+        self.core.stats.cpu_clock_inside_ns = cost.inside_ns;
+        self.core.stats.cpu_clock_outside_ns = cost.outside_ns;
+    }
+
     /// For capacity measurements: with `null` set, frames are received
     /// and parsed but not handed to the engine; in path the datagrams are
     /// then forwarded by destination as an engine that forwards everything
@@ -529,14 +561,12 @@ impl<M: Middlebox> Core<M> {
     /// one stretch of the engine's time ([`MiddleStats::engine_ns`]); then
     /// sends it (now, or held until its time).
     fn engine_then_send(&mut self, now: Time, call: impl FnOnce(&mut M)) {
-        let start = std::time::Instant::now();
+        let stretch = self.timer.start();
         call(&mut self.engine);
         while let Some(transmit) = self.engine.poll_transmit(now) {
             self.outbox.push(transmit);
         }
-        let spent = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.stats.engine_ns = self.stats.engine_ns.saturating_add(spent);
-        self.stats.engine_calls += 1;
+        self.timer.stop(stretch, &mut self.stats);
         let mut outbox = std::mem::take(&mut self.outbox);
         for transmit in outbox.drain(..) {
             if transmit.at > now {
@@ -558,11 +588,11 @@ impl<M: Middlebox> Core<M> {
     /// what the engine has to send.
     fn service(&mut self, now: Time) {
         self.send_due(now);
-        self.engine_then_send(now, |engine| {
-            if engine.poll_timeout().is_some_and(|at| at <= now) {
-                engine.handle_timeout(now);
-            }
-        });
+        if self.engine.poll_timeout().is_some_and(|at| at <= now) {
+            self.timer.timing_timer = true;
+            self.engine_then_send(now, |engine| engine.handle_timeout(now));
+            self.timer.timing_timer = false;
+        }
     }
 
     /// The engine's next timer or the next held datagram.

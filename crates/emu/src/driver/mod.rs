@@ -80,6 +80,7 @@
 pub mod frame;
 
 mod beside;
+mod engine_timer;
 mod host;
 mod in_path;
 mod middle;

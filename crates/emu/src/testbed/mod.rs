@@ -320,7 +320,10 @@ impl Testbed {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let clock = self.clock;
         let handle = self.spawn_in(node, &node.role, move || {
-            let driver = MiddleDriver::open(spec, engine, clock);
+            let mut driver = MiddleDriver::open(spec, engine, clock);
+            if let Ok(driver) = &mut driver {
+                driver.time_engine_cpu();
+            }
             let _ = ready_tx.send(driver.as_ref().err().map(|e| e.to_string()));
             driver.map(|driver| driver.run(&stop)).ok()
         })?;
