@@ -327,40 +327,73 @@ where
         .fold(0.0_f64, f64::max)
         .max(1e-9)
         * 1.05;
-    let names: Vec<&str> = pooled.iter().map(|(name, _)| *name).collect();
+    cdf_chart(
+        root,
+        title,
+        (&metric_label(distribution), "CDF"),
+        &pooled,
+        right,
+        y_from,
+    )
+}
+
+/// Empirical CDFs of sorted samples, a line per named curve, on one chart
+/// showing x up to `right` and the CDF from `y_from` up: a staircase, of
+/// every sample or, past 2000, of every k-th order statistic.
+pub(super) fn cdf_chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    curves: &[(&str, Vec<f64>)],
+    right: f64,
+    y_from: f64,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let names: Vec<&str> = curves.iter().map(|(name, _)| *name).collect();
     let (area, legend_area) = with_legend(root, &names);
+    let y_from = y_from.clamp(0.0, 0.99);
     let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..right, y_from.clamp(0.0, 0.99)..1.0)?;
+        .build_cartesian_2d(0.0..right, y_from..1.0)?;
     chart
         .configure_mesh()
-        .x_desc(metric_label(distribution))
-        .y_desc("CDF")
+        .x_desc(x_desc)
+        .y_desc(y_desc)
         .x_label_formatter(&tick)
         .label_style(("sans-serif", 13))
         .draw()?;
-    for (index, (_, values)) in pooled.iter().enumerate() {
-        let n = values.len() as f64;
-        // At most ~2000 points per curve: every k-th order statistic.
-        let step = (values.len() / 2000).max(1);
-        let last = values.len() - 1;
-        let points: Vec<(f64, f64)> = values
-            .iter()
-            .enumerate()
-            .step_by(step)
-            .chain(std::iter::once((last, &values[last])))
-            .map(|(i, &v)| (v.min(right), (i + 1) as f64 / n))
-            .filter(|&(_, y)| y >= y_from)
-            .collect();
-        line(&mut chart, index, points)?;
+    for (index, (_, values)) in curves.iter().enumerate() {
+        line(&mut chart, index, cdf_points(values, right, y_from))?;
     }
     if let Some(legend_area) = legend_area {
         legend(&legend_area, &names)?;
     }
     Ok(())
+}
+
+/// A sorted sample's CDF as a staircase: each drawn value raises it by
+/// the share of samples it stands for (one, or k past 2000 samples).
+fn cdf_points(values: &[f64], right: f64, y_from: f64) -> Vec<(f64, f64)> {
+    let Some(&first) = values.first() else {
+        return Vec::new();
+    };
+    let n = values.len() as f64;
+    let step = (values.len() / 2000).max(1);
+    let mut points = vec![(first.min(right), 0.0)];
+    let mut below = 0.0;
+    for (i, &v) in values.iter().enumerate().step_by(step) {
+        let through = ((i + step).min(values.len())) as f64 / n;
+        points.push((v.min(right), below));
+        points.push((v.min(right), through));
+        below = through;
+    }
+    points.retain(|&(_, y)| y >= y_from);
+    points
 }
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -381,4 +414,36 @@ where
         chart.draw_series(LineSeries::new(points, style))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cdf_points;
+
+    #[test]
+    fn a_cdf_is_a_staircase_through_every_sample() {
+        let points = cdf_points(&[1.0, 2.0, 4.0, 8.0], 5.0, 0.0);
+        let expected = [
+            (1.0, 0.0),
+            (1.0, 0.0),
+            (1.0, 0.25),
+            (2.0, 0.25),
+            (2.0, 0.5),
+            (4.0, 0.5),
+            (4.0, 0.75),
+            (5.0, 0.75),
+            (5.0, 1.0),
+        ];
+        assert_eq!(points, expected, "x capped at `right`");
+        // From y_from up only; past 2000 samples, every k-th, still to 1.
+        assert!(
+            cdf_points(&[1.0, 2.0], 9.0, 0.6)
+                .iter()
+                .all(|&(_, y)| y >= 0.6)
+        );
+        let many: Vec<f64> = (0..10_000).map(f64::from).collect();
+        let points = cdf_points(&many, 1e9, 0.0);
+        assert!(points.len() <= 2 * 2000 + 1, "{}", points.len());
+        assert_eq!(points.last(), Some(&(9995.0, 1.0)));
+    }
 }

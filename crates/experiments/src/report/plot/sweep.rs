@@ -157,34 +157,12 @@ where
         .flat_map(|(_, v)| v.last().copied())
         .fold(1e-9_f64, f64::max)
         * 1.05;
-    let names: Vec<&str> = series.iter().map(|(name, _)| *name).collect();
-    let (area, legend_area) = with_legend(root, &names);
-    let mut chart = ChartBuilder::on(&area)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..right, 0.0..1.0)?;
-    chart
-        .configure_mesh()
-        .x_desc(metric_label(metric))
-        .y_desc("CDF over the sweep's points")
-        .x_label_formatter(&tick)
-        .label_style(("sans-serif", 13))
-        .draw()?;
-    for (index, (_, values)) in series.iter().enumerate() {
-        let n = values.len() as f64;
-        // A staircase: each value raises the CDF by 1/n.
-        let mut points = Vec::with_capacity(2 * values.len() + 1);
-        points.push((values.first().copied().unwrap_or(0.0), 0.0));
-        for (i, &v) in values.iter().enumerate() {
-            points.push((v, i as f64 / n));
-            points.push((v, (i + 1) as f64 / n));
-        }
-        line(&mut chart, index, points)?;
-    }
-    if let Some(legend_area) = legend_area {
-        legend(&legend_area, &names)?;
-    }
-    Ok(())
+    super::cdf_chart(
+        root,
+        title,
+        (&metric_label(metric), "CDF over the sweep's points"),
+        &series,
+        right,
+        0.0,
+    )
 }
