@@ -16,7 +16,7 @@ fn the_emulated_link_matches_its_configuration() {
     };
     // The check measures wall-clock delays on a shared VM: a scheduler
     // hiccup of a few ms in 1% of the probes moves the p99 past its 2 ms
-    // tolerance (seen once in about a dozen CI runs). One more run is
+    // tolerance (one of four fresh-clone CI runs on 2026-11-25). One more run is
     // allowed; an emulator that is really off fails both.
     let mut reports = Vec::new();
     for attempt in 1..=2 {
