@@ -67,6 +67,9 @@ pub enum Controller {
     /// TECC's rate control on the application server ([`crate::Tecc`]):
     /// reads the tunnel server's feedback.
     Tecc(crate::tecc::TeccSettings),
+    /// No congestion control, paced at a constant rate (a probe, as the
+    /// Proteus paper's §3 sends).
+    Constant(crate::ConstantSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -164,6 +167,7 @@ impl Controller {
             Controller::Ledbat(_) => "ledbat",
             Controller::None => "none",
             Controller::Tecc(_) => "tecc",
+            Controller::Constant(_) => "constant",
         }
     }
 
@@ -181,7 +185,8 @@ impl Controller {
             | Controller::Vivace
             | Controller::ProteusP(_)
             | Controller::ProteusS(_)
-            | Controller::None => None,
+            | Controller::None
+            | Controller::Constant(_) => None,
             Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
@@ -205,7 +210,8 @@ impl Controller {
             | Controller::PepkitCubic
             | Controller::Copa(_)
             | Controller::Ledbat(_)
-            | Controller::None => false,
+            | Controller::None
+            | Controller::Constant(_) => false,
             Controller::Pacubic(_) => input == Input::SidekickSignals,
             Controller::Tecc(_) => input == Input::TeccFeedback,
             Controller::Vivace
@@ -245,6 +251,7 @@ impl Controller {
             Controller::Ledbat(settings) => Built::plain(Arc::new(settings.clone())),
             Controller::None => Built::plain(Arc::new(crate::Unlimited)),
             Controller::Tecc(settings) => settings.build(context),
+            Controller::Constant(settings) => Built::plain(Arc::new(settings.controller())),
         }
     }
 }
