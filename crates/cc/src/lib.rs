@@ -74,7 +74,7 @@ mod windowed;
 
 pub use bbr::{Bbr, BbrFactory};
 pub use copa::{Copa, CopaSettings};
-pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
+pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams, CubicSettings, UNPACED_RATE};
 pub use engine::{CongestionEngine, Engine};
 pub use ledbat::{Ledbat, LedbatSettings};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};

@@ -44,7 +44,7 @@ pub enum Controller {
     /// system, so runs with it do not repeat exactly).
     NoqBbr3,
     /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
-    PepkitCubic,
+    PepkitCubic(crate::cubic::CubicSettings),
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
     /// sender engine's quACK events.
     Pacubic(crate::pacubic::PacubicSettings),
@@ -157,7 +157,7 @@ impl Controller {
             Controller::Bbr => "bbr",
             Controller::BbrS => "bbr-s",
             Controller::NoqBbr3 => "noq-bbr3",
-            Controller::PepkitCubic => "pepkit-cubic",
+            Controller::PepkitCubic(_) => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
             Controller::Vivace => "vivace",
             Controller::ProteusP(_) => "proteus-p",
@@ -179,7 +179,7 @@ impl Controller {
             | Controller::Bbr
             | Controller::BbrS
             | Controller::NoqBbr3
-            | Controller::PepkitCubic
+            | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
             | Controller::Vivace
@@ -207,7 +207,7 @@ impl Controller {
             | Controller::Bbr
             | Controller::BbrS
             | Controller::NoqBbr3
-            | Controller::PepkitCubic
+            | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
             | Controller::None
@@ -237,7 +237,10 @@ impl Controller {
                 }
             }
             Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
-            Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
+            Controller::PepkitCubic(settings) => Built::plain(Arc::new(crate::CubicConfig {
+                paced: settings.paced,
+                ..crate::CubicConfig::default()
+            })),
             Controller::Pacubic(settings) => settings.build(context),
             Controller::Vivace => pcc::build(crate::PccConfig::vivace(), context),
             Controller::ProteusP(settings) => {
