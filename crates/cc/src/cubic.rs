@@ -468,6 +468,20 @@ impl ControllerFactory for CubicConfig {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_unpaced_cubic_reports_a_line_rate_and_a_paced_one_none() {
+        use quic::congestion::Controller as _;
+        let paced = Cubic::new(&CubicConfig::default(), 1200);
+        assert_eq!(paced.metrics().pacing_rate, None);
+        let config = CubicConfig {
+            paced: false,
+            ..CubicConfig::default()
+        };
+        let unpaced = Cubic::new(&config, 1200);
+        assert_eq!(unpaced.metrics().pacing_rate, Some(UNPACED_RATE));
+        assert_eq!(unpaced.window(), paced.window());
+    }
     use super::*;
 
     const MSS: u16 = 1200;

@@ -268,3 +268,32 @@ impl WorkloadKind for ShortFlows {
         vec![cdf("fct_ms")]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ShortFlows, String> {
+        toml::from_str::<ShortFlows>(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_connection_per_flow_needs_poisson_arrivals_and_sizes_need_it() {
+        let each = parse(
+            "count = 3\nresponse = \"20kB\"\nresponse_max = \"100kB\"\n\
+             arrivals = \"poisson\"\nmean_gap = \"100ms\"\nconnections = \"each\"",
+        )
+        .unwrap();
+        assert_eq!(each.connections, Connections::Each);
+        assert_eq!(each.response_max, Some(Bytes(100_000)));
+        let sequential = parse("count = 3\nresponse = \"20kB\"\nconnections = \"each\"");
+        assert!(sequential.unwrap_err().contains("poisson"));
+        let one = parse("count = 3\nresponse = \"20kB\"\nresponse_max = \"30kB\"");
+        assert!(one.unwrap_err().contains("response_max"));
+        let inverted = parse(
+            "count = 3\nresponse = \"20kB\"\nresponse_max = \"10kB\"\n\
+             arrivals = \"poisson\"\nmean_gap = \"100ms\"\nconnections = \"each\"",
+        );
+        assert!(inverted.unwrap_err().contains("at least"));
+    }
+}
