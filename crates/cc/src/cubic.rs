@@ -320,13 +320,22 @@ impl CubicCore {
 #[derive(Clone, Debug)]
 pub struct Cubic {
     core: CubicCore,
+    /// The pacing rate it reports (bytes/s), if any.
+    pacing: Option<u64>,
 }
+
+/// The pacing rate of an unpaced CUBIC: a 10 Gbit/s line rate, so that
+/// noq-proto's pacer lets a whole window out in one burst (up to its
+/// largest burst, 256 packets), as a TCP sender without a pacing qdisc
+/// does.
+pub const UNPACED_RATE: u64 = 1_250_000_000;
 
 impl Cubic {
     /// A controller with `config`'s constants and initial window.
     pub fn new(config: &CubicConfig, mtu: u16) -> Cubic {
         Cubic {
             core: CubicCore::new(config.params, config.initial_window, mtu),
+            pacing: (!config.paced).then_some(UNPACED_RATE),
         }
     }
 
@@ -385,6 +394,7 @@ impl Controller for Cubic {
         let mut metrics = ControllerMetrics::default();
         metrics.congestion_window = self.core.window();
         metrics.ssthresh = Some(self.core.ssthresh());
+        metrics.pacing_rate = self.pacing;
         metrics
     }
 
@@ -401,6 +411,28 @@ impl Controller for Cubic {
     }
 }
 
+/// `{ name = "pepkit-cubic", paced = false }`: our CUBIC's settings in a
+/// scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CubicSettings {
+    /// Whether noq-proto paces it (default true); unpaced, it sends its
+    /// window in bursts as a TCP sender without a pacing qdisc (the
+    /// Proteus paper's kernel CUBIC) does.
+    #[serde(default = "paced")]
+    pub paced: bool,
+}
+
+fn paced() -> bool {
+    true
+}
+
+impl Default for CubicSettings {
+    fn default() -> CubicSettings {
+        CubicSettings { paced: true }
+    }
+}
+
 /// The factory of [`Cubic`]: its constants and initial window.
 #[derive(Clone, Debug)]
 pub struct CubicConfig {
@@ -409,6 +441,9 @@ pub struct CubicConfig {
     /// Initial window, bytes (default 14 720 clamped to 2–10 segments of
     /// 1200 bytes, i.e. 12 000, as noq-proto).
     pub initial_window: u64,
+    /// Whether noq-proto paces it over the RTT (default), or it bursts
+    /// its window ([`UNPACED_RATE`]).
+    pub paced: bool,
 }
 
 /// RFC 9002's initial window for QUIC's smallest datagram:
@@ -420,6 +455,7 @@ impl Default for CubicConfig {
         CubicConfig {
             params: CubicParams::RFC9438,
             initial_window: DEFAULT_INITIAL_WINDOW,
+            paced: true,
         }
     }
 }
@@ -432,6 +468,20 @@ impl ControllerFactory for CubicConfig {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_unpaced_cubic_reports_a_line_rate_and_a_paced_one_none() {
+        use quic::congestion::Controller as _;
+        let paced = Cubic::new(&CubicConfig::default(), 1200);
+        assert_eq!(paced.metrics().pacing_rate, None);
+        let config = CubicConfig {
+            paced: false,
+            ..CubicConfig::default()
+        };
+        let unpaced = Cubic::new(&config, 1200);
+        assert_eq!(unpaced.metrics().pacing_rate, Some(UNPACED_RATE));
+        assert_eq!(unpaced.window(), paced.window());
+    }
     use super::*;
 
     const MSS: u16 = 1200;

@@ -15,7 +15,8 @@
 //!   Algorithm 1): it paces at the rate the tunnel server feeds back
 //!   (QUIC_INFO datagrams on the end-to-end connection), BBR until the
 //!   first feedback.
-//! * [`Unlimited`] is no congestion control (a tunnel's "none").
+//! * [`Unlimited`] is no congestion control (a tunnel's "none");
+//!   [`ConstantSettings`] the same paced at a fixed rate (a probe).
 //! * [`Pacubic`] is Sidekick's path-aware CUBIC (NSDI 2024 §4.3.2,
 //!   appendix A). It reads the sender engine's events
 //!   ([`sidekick::Signals`]) at each controller callback: a loss reported
@@ -73,7 +74,7 @@ mod windowed;
 
 pub use bbr::{Bbr, BbrFactory};
 pub use copa::{Copa, CopaSettings};
-pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams};
+pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams, CubicSettings, UNPACED_RATE};
 pub use engine::{CongestionEngine, Engine};
 pub use ledbat::{Ledbat, LedbatSettings};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
@@ -82,4 +83,4 @@ pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSetti
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
 pub use tecc::{RateLaw, Tecc, TeccFactory, TeccSettings, TeccStats};
-pub use unlimited::Unlimited;
+pub use unlimited::{Constant, ConstantSettings, Unlimited};

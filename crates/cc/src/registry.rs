@@ -44,7 +44,7 @@ pub enum Controller {
     /// system, so runs with it do not repeat exactly).
     NoqBbr3,
     /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
-    PepkitCubic,
+    PepkitCubic(crate::cubic::CubicSettings),
     /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
     /// sender engine's quACK events.
     Pacubic(crate::pacubic::PacubicSettings),
@@ -67,6 +67,9 @@ pub enum Controller {
     /// TECC's rate control on the application server ([`crate::Tecc`]):
     /// reads the tunnel server's feedback.
     Tecc(crate::tecc::TeccSettings),
+    /// No congestion control, paced at a constant rate (a probe, as the
+    /// Proteus paper's §3 sends).
+    Constant(crate::ConstantSettings),
 }
 
 /// Something a controller reads from beside its endpoint; the scenario
@@ -154,7 +157,7 @@ impl Controller {
             Controller::Bbr => "bbr",
             Controller::BbrS => "bbr-s",
             Controller::NoqBbr3 => "noq-bbr3",
-            Controller::PepkitCubic => "pepkit-cubic",
+            Controller::PepkitCubic(_) => "pepkit-cubic",
             Controller::Pacubic(_) => "pacubic",
             Controller::Vivace => "vivace",
             Controller::ProteusP(_) => "proteus-p",
@@ -164,6 +167,7 @@ impl Controller {
             Controller::Ledbat(_) => "ledbat",
             Controller::None => "none",
             Controller::Tecc(_) => "tecc",
+            Controller::Constant(_) => "constant",
         }
     }
 
@@ -175,13 +179,14 @@ impl Controller {
             | Controller::Bbr
             | Controller::BbrS
             | Controller::NoqBbr3
-            | Controller::PepkitCubic
+            | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
             | Controller::Vivace
             | Controller::ProteusP(_)
             | Controller::ProteusS(_)
-            | Controller::None => None,
+            | Controller::None
+            | Controller::Constant(_) => None,
             Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
             Controller::Pacubic(_) => Some((
                 Input::SidekickSignals,
@@ -202,10 +207,11 @@ impl Controller {
             | Controller::Bbr
             | Controller::BbrS
             | Controller::NoqBbr3
-            | Controller::PepkitCubic
+            | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
-            | Controller::None => false,
+            | Controller::None
+            | Controller::Constant(_) => false,
             Controller::Pacubic(_) => input == Input::SidekickSignals,
             Controller::Tecc(_) => input == Input::TeccFeedback,
             Controller::Vivace
@@ -231,7 +237,10 @@ impl Controller {
                 }
             }
             Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
-            Controller::PepkitCubic => Built::plain(Arc::new(crate::CubicConfig::default())),
+            Controller::PepkitCubic(settings) => Built::plain(Arc::new(crate::CubicConfig {
+                paced: settings.paced,
+                ..crate::CubicConfig::default()
+            })),
             Controller::Pacubic(settings) => settings.build(context),
             Controller::Vivace => pcc::build(crate::PccConfig::vivace(), context),
             Controller::ProteusP(settings) => {
@@ -245,6 +254,7 @@ impl Controller {
             Controller::Ledbat(settings) => Built::plain(Arc::new(settings.clone())),
             Controller::None => Built::plain(Arc::new(crate::Unlimited)),
             Controller::Tecc(settings) => settings.build(context),
+            Controller::Constant(settings) => Built::plain(Arc::new(settings.controller())),
         }
     }
 }

@@ -83,6 +83,22 @@ pub enum Plot {
         #[serde(default)]
         y_from: f64,
     },
+    /// The same as a histogram (the share of values per bin), one line per
+    /// variant, all trials pooled (like Proteus's Figure 2).
+    Pdf {
+        /// The distribution.
+        distribution: String,
+        /// Another distribution pooled over every variant, drawn as one
+        /// more line (a baseline all variants share).
+        #[serde(default)]
+        baseline: Option<String>,
+        /// The baseline's name in the legend (default: its key).
+        #[serde(default)]
+        baseline_label: Option<String>,
+        /// The figure's title.
+        #[serde(default)]
+        title: Option<String>,
+    },
 }
 
 fn one() -> f64 {
@@ -95,6 +111,7 @@ impl Plot {
         match self {
             Plot::Bars { metric, .. } => format!("{index}-{metric}"),
             Plot::Cdf { distribution, .. } => format!("{index}-{distribution}-cdf"),
+            Plot::Pdf { distribution, .. } => format!("{index}-{distribution}-pdf"),
             Plot::Series { field, trial, .. } => format!("{index}-{field}-trial{trial}"),
             Plot::Lines { metric, .. } => format!("{index}-{metric}-lines"),
             Plot::SweepCdf { metric, .. } => format!("{index}-{metric}-sweep-cdf"),
@@ -107,6 +124,7 @@ impl Plot {
         match self {
             Plot::Bars { title, .. }
             | Plot::Cdf { title, .. }
+            | Plot::Pdf { title, .. }
             | Plot::Series { title, .. }
             | Plot::Lines { title, .. }
             | Plot::SweepCdf { title, .. }

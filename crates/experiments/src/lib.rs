@@ -24,6 +24,7 @@ pub mod figure;
 pub mod outcome;
 pub mod peers;
 pub mod report;
+mod rtt_intervals;
 pub mod run;
 pub mod scenario;
 mod shorthand;

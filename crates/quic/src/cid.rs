@@ -83,13 +83,14 @@ impl ConnectionIdGenerator for CounterCidGenerator {
 }
 
 /// The client's initial destination CIDs: 8 bytes from the seed, then a
-/// counter for further connections.
+/// counter for further connections, from `first`.
 pub(crate) fn initial_dcid_provider(
     seed: Seed,
     label: &str,
+    first: u64,
 ) -> Arc<dyn Fn() -> ConnectionId + Send + Sync> {
     let base = seed.rng(&format!("{label}/initial-dcid")).next_u64();
-    let count = AtomicU64::new(0);
+    let count = AtomicU64::new(first);
     Arc::new(move || {
         let n = count.fetch_add(1, Ordering::Relaxed);
         ConnectionId::new(&base.wrapping_add(n).to_be_bytes())

@@ -53,6 +53,9 @@ pub struct QuicConfig {
     /// Log each connection's packets sent, acknowledged and lost for its
     /// application ([`crate::Session::take_packet_events`]; default off).
     pub packet_log: bool,
+    /// Keep each RTT sample of the RTT window with its packet's send time
+    /// ([`crate::RttLog::timed`]; default off).
+    pub rtt_times: bool,
     /// QUIC DATAGRAM frames to and from something beside the endpoint
     /// (default: none; datagrams stay with the applications).
     pub datagram_channel: Option<DatagramChannel>,
@@ -105,6 +108,7 @@ impl QuicConfig {
             qlog: None,
             alpn: None,
             packet_log: false,
+            rtt_times: false,
             datagram_channel: None,
             loss_detection: None,
             datagram_send_buffer: None,
@@ -128,6 +132,13 @@ impl QuicConfig {
     /// Negotiate this TLS application protocol instead of `pepkit`.
     pub fn with_alpn(mut self, alpn: &[u8]) -> QuicConfig {
         self.alpn = Some(alpn.to_vec());
+        self
+    }
+
+    /// Keep the send time of each packet whose RTT the RTT window keeps
+    /// (for RTT statistics over intervals of send time).
+    pub fn with_rtt_times(mut self) -> QuicConfig {
+        self.rtt_times = true;
         self
     }
 
@@ -241,6 +252,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("sample_interval", &self.sample_interval)
             .field("alpn", &self.alpn)
             .field("packet_log", &self.packet_log)
+            .field("rtt_times", &self.rtt_times)
             .field("loss_detection", &self.loss_detection)
             .finish_non_exhaustive()
     }

@@ -333,6 +333,28 @@ impl<A: App> Core<A> {
         self.process(now);
     }
 
+    /// Closes cleanly (application code 0) every open connection whose
+    /// application is done.
+    pub(crate) fn close_done(&mut self, now: Time) {
+        let instant = self.clock.instant(now);
+        let mut closed = false;
+        for c in self
+            .conns
+            .values_mut()
+            .filter(|c| !c.conn.is_closed() && c.app.is_done())
+        {
+            c.conn.close(
+                instant,
+                noq_proto::VarInt::from_u32(0),
+                Bytes::from_static(b"done"),
+            );
+            closed = true;
+        }
+        if closed {
+            self.process(now);
+        }
+    }
+
     /// Closes every connection cleanly (application code 0).
     pub(crate) fn close_all(&mut self, now: Time) {
         let instant = self.clock.instant(now);

@@ -103,7 +103,7 @@
 //!   differ now and then between processes (observed: 1 run in 3 of a
 //!   10 MB transfer). Fixing it needs a setter upstream or a patched
 //!   noq-proto.
-//! * One connection per client; no 0-RTT, resumption, migration, multipath
+//! * One connection per client (but [`ConnectionArrivals`]); no 0-RTT, resumption, migration, multipath
 //!   or ECN (netsim has no ECN field).
 //! * No certificate authority: the client trusts exactly the test
 //!   certificate. The keys are public test keys; this is a simulator.
@@ -114,7 +114,8 @@
 //!   delay and jitter in an [`RtcReport`]) and short flows
 //!   ([`ShortFlowsClient`] / [`ShortFlowsServerFactory`], TECC §6:
 //!   request/response exchanges, sequential or Poisson, one stream each,
-//!   flow completion times in a [`ShortFlowsReport`]). Applications that
+//!   flow completion times in a [`ShortFlowsReport`]; or one connection
+//!   per flow, [`ConnectionArrivals`]). Applications that
 //!   keep time of their own ([`AppTimer`]) run inside the [`Timed`] host
 //!   wrapper. Video ([`VideoClient`] / [`VideoServerFactory`], Proteus
 //!   §6.3): DASH-like chunks with a BOLA-BASIC client and the Proteus-H
@@ -147,6 +148,7 @@
 
 mod ack_delay;
 mod app;
+mod arrivals;
 mod bulk;
 mod certificate;
 mod channel;
@@ -176,6 +178,7 @@ mod video;
 
 pub use ack_delay::AckDelay;
 pub use app::{App, AppFactory};
+pub use arrivals::{Arrival, ConnectionArrivals};
 pub use bulk::{Action, BulkClient, BulkReport, BulkServer, BulkServerFactory, Direction};
 pub use certificate::{TEST_SERVER_NAME, TestCertificate};
 pub use channel::DatagramChannel;

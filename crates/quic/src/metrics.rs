@@ -86,17 +86,49 @@ pub struct RttLog(Arc<Mutex<RttSamples>>);
 struct RttSamples {
     micros: Vec<u32>,
     min: Option<Duration>,
+    /// If asked for: (send time since the window's start, RTT) of the
+    /// kept samples of packets sent in the window, nanoseconds.
+    timed: Option<Vec<(u64, u64)>>,
 }
 
 impl RttLog {
-    /// Records one sample; `keep` it among the window's samples.
-    pub(crate) fn record(&self, rtt: Duration, keep: bool) {
+    /// Also keep each kept sample's send time (see [`RttLog::timed`]).
+    pub(crate) fn keep_times(&self) {
+        self.0
+            .lock()
+            .expect("rtt log lock")
+            .timed
+            .get_or_insert_default();
+    }
+
+    /// Records one sample; `keep` it among the window's samples, with its
+    /// packet's send time since the window's start if it was sent in the
+    /// window.
+    pub(crate) fn record(&self, rtt: Duration, keep: bool, sent: Option<Duration>) {
         let mut samples = self.0.lock().expect("rtt log lock");
         samples.min = Some(samples.min.map_or(rtt, |min| min.min(rtt)));
         if keep {
             let micros = u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX);
             samples.micros.push(micros);
+            if let (Some(timed), Some(sent)) = (samples.timed.as_mut(), sent) {
+                let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                timed.push((nanos(sent), nanos(rtt)));
+            }
         }
+    }
+
+    /// The kept samples of packets sent within the window, each as (its
+    /// send time since the window's start, its RTT), in the order
+    /// acknowledged; empty unless the endpoint was asked to keep them
+    /// ([`crate::QuicConfig::with_rtt_times`]).
+    pub fn timed(&self) -> Vec<(Duration, Duration)> {
+        let samples = self.0.lock().expect("rtt log lock");
+        samples
+            .timed
+            .iter()
+            .flatten()
+            .map(|&(sent, rtt)| (Duration::from_nanos(sent), Duration::from_nanos(rtt)))
+            .collect()
     }
 
     /// The smallest RTT of the connection.
@@ -209,11 +241,24 @@ mod tests {
     fn rtt_percentiles_are_nearest_rank() {
         let log = RttLog::default();
         for ms in 1..=100 {
-            log.record(Duration::from_millis(ms), ms > 10);
+            log.record(Duration::from_millis(ms), ms > 10, None);
         }
         assert_eq!(log.min(), Some(Duration::from_millis(1)));
         assert_eq!(log.len(), 90);
         let p = log.percentiles(&[50.0, 95.0, 100.0]);
         assert_eq!(p, [55, 96, 100].map(Duration::from_millis));
+        assert!(log.timed().is_empty(), "send times only when asked");
+    }
+
+    #[test]
+    fn send_times_are_kept_when_asked_for_packets_sent_in_the_window() {
+        let log = RttLog::default();
+        log.keep_times();
+        let ms = Duration::from_millis;
+        log.record(ms(30), true, None);
+        log.record(ms(31), true, Some(ms(2)));
+        log.record(ms(32), false, Some(ms(3)));
+        assert_eq!(log.len(), 2);
+        assert_eq!(log.timed(), [(ms(2), ms(31))]);
     }
 }

@@ -188,9 +188,14 @@ impl Controller for Probed {
         let keep = self
             .window
             .is_some_and(|(from, until)| from <= now && now < until);
+        // The send time within the window, for a packet sent in it.
+        let sent_at = self
+            .window
+            .and_then(|(from, _)| sent.checked_duration_since(from))
+            .filter(|_| keep);
         self.gauge
             .rtt()
-            .record(now.saturating_duration_since(sent), keep);
+            .record(now.saturating_duration_since(sent), keep, sent_at);
         if let Some(log) = &self.gauge.packets {
             log.push(PacketEvent::Acked { pn });
             log.note_rtt(rtt);

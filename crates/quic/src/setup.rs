@@ -50,6 +50,8 @@ pub(crate) struct EndpointSetup {
     datagram_send_buffer: Option<usize>,
     /// Whether each connection logs its packets.
     pub(crate) packet_log: bool,
+    /// Whether each connection keeps its RTT samples' send times.
+    rtt_times: bool,
     /// PING after this long idle.
     keep_alive: Option<std::time::Duration>,
     /// Datagrams to and from something beside the endpoint.
@@ -99,6 +101,7 @@ impl EndpointSetup {
             loss_detection: config.loss_detection,
             datagram_send_buffer: config.datagram_send_buffer,
             packet_log: config.packet_log,
+            rtt_times: config.rtt_times,
             keep_alive: config.keep_alive,
             channel: config.datagram_channel.clone(),
         }
@@ -106,11 +109,15 @@ impl EndpointSetup {
 
     /// A fresh gauge for one connection (logging its packets if asked).
     pub(crate) fn gauge(&self) -> InFlightGauge {
-        if self.packet_log {
+        let gauge = if self.packet_log {
             InFlightGauge::logging()
         } else {
             InFlightGauge::default()
+        };
+        if self.rtt_times {
+            gauge.rtt().keep_times();
         }
+        gauge
     }
 
     /// A transport config for one connection, whose controller feeds `gauge`.
@@ -166,6 +173,18 @@ impl EndpointSetup {
 
     /// The client configuration of one connection.
     pub(crate) fn client_config(&self, config: &QuicConfig, gauge: &InFlightGauge) -> ClientConfig {
+        self.client_config_numbered(config, gauge, 0)
+    }
+
+    /// The client configuration of the endpoint's connection number `n`
+    /// (from 0): its initial destination CID is the `n`-th of the
+    /// endpoint's, so that connections of one endpoint do not share one.
+    pub(crate) fn client_config_numbered(
+        &self,
+        config: &QuicConfig,
+        gauge: &InFlightGauge,
+        n: u64,
+    ) -> ClientConfig {
         let cert = TestCertificate::new();
         let verifier = Arc::new(PinnedCertVerifier::new(
             cert.cert_der().clone(),
@@ -185,7 +204,7 @@ impl EndpointSetup {
         let mut client = ClientConfig::new(Arc::new(crypto));
         client
             .transport_config(self.transport(gauge))
-            .initial_dst_cid_provider(initial_dcid_provider(config.seed, &self.label));
+            .initial_dst_cid_provider(initial_dcid_provider(config.seed, &self.label, n));
         client
     }
 

@@ -149,3 +149,51 @@ fn poisson_offsets_have_the_asked_mean() {
         Arrivals::Poisson { offsets }
     );
 }
+
+/// One connection per flow: every flow completes on a connection of its
+/// own, each paying a handshake and starting in slow start, so a flow of
+/// 100 kB takes at least the handshake's round trip, the request's and
+/// the response's transmission (120 ms + 40 ms); flows of the same size
+/// that do not overlap take about the same time (a fresh controller each).
+#[test]
+fn each_flow_on_its_own_connection_starts_afresh() {
+    let flows: Vec<Arrival> = (0..6)
+        .map(|i| Arrival {
+            offset: Duration::from_secs(i),
+            response_bytes: if i % 2 == 0 { 100_000 } else { 20_000 },
+        })
+        .collect();
+    let expected = flows.clone();
+    let fcts = std::cell::RefCell::new(Vec::new());
+    let (_, stop) = run(
+        5,
+        move |config, c, s| ConnectionArrivals::new(config, c, s, 100, flows),
+        |host: &ConnectionArrivals| {
+            assert!(host.first_error().is_none());
+            *fcts.borrow_mut() = host.completion_times();
+            None
+        },
+    );
+    let fcts = fcts.into_inner();
+    assert_eq!(stop, StopReason::AllFinished);
+    assert_eq!(fcts.len(), expected.len(), "{fcts:?}");
+    let rtt = HOP_DELAY * 4;
+    for &(index, fct) in &fcts {
+        let bytes = expected[index].response_bytes;
+        let bound = rtt * 2 + Duration::from_micros(bytes * 8 / RATE_MBPS);
+        assert!(fct > bound, "flow {index}: {fct:?} <= {bound:?}");
+    }
+    // Flows a second apart do not overlap: same size, about the same time
+    // (within 5 ms; a connection that reused a warm window would save
+    // round trips of 40 ms).
+    let close = |a: Duration, b: Duration| a.abs_diff(b) < Duration::from_millis(5);
+    assert!(
+        close(fcts[0].1, fcts[2].1) && close(fcts[0].1, fcts[4].1),
+        "{fcts:?}"
+    );
+    assert!(
+        close(fcts[1].1, fcts[3].1) && close(fcts[1].1, fcts[5].1),
+        "{fcts:?}"
+    );
+    assert!(fcts[0].1 > fcts[1].1);
+}

@@ -66,6 +66,10 @@ pub(crate) struct RawMeasure {
     pub until: Span,
     #[serde(default)]
     pub phases: Vec<RawPhase>,
+    /// Group each flow's RTT samples into intervals of this much send
+    /// time (RTT deviation and gradient per interval).
+    #[serde(default)]
+    pub rtt_intervals: Option<Span>,
 }
 
 /// One named part of the measurement window.

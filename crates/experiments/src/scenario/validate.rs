@@ -100,9 +100,11 @@ impl RawScenario {
         };
         let measure = self.measure()?;
         let phases = self.phases()?;
+        let rtt_intervals = self.rtt_intervals()?;
         Ok(Scenario {
             measure,
             phases,
+            rtt_intervals,
             transport_window: self.transport_window.map(|bytes| bytes.0),
             name: self.name,
             title: self.title,
@@ -206,6 +208,24 @@ impl RawScenario {
             from: netsim::Time::ZERO + raw.from.0,
             until: netsim::Time::ZERO + raw.until.0,
         }))
+    }
+
+    /// The interval length of `measure.rtt_intervals`: positive and
+    /// shorter than the window.
+    fn rtt_intervals(&self) -> Result<Option<std::time::Duration>, Problem> {
+        let Some(raw) = &self.measure else {
+            return Ok(None);
+        };
+        let Some(length) = raw.rtt_intervals else {
+            return Ok(None);
+        };
+        if length.0.is_zero() || length.0 >= raw.until.0.saturating_sub(raw.from.0) {
+            return fail(
+                "measure.rtt_intervals",
+                "must be positive and shorter than the window",
+            );
+        }
+        Ok(Some(length.0))
     }
 
     /// The measurement window's named phases: each within the window, of

@@ -238,6 +238,7 @@ pub(crate) fn collect(
             measure: scenario.measure,
             time_limit: netsim::Time::ZERO + scenario.time_limit,
             phases: &scenario.phases,
+            rtt_intervals: scenario.rtt_intervals,
         };
         let workload = scenario
             .flows()

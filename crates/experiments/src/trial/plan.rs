@@ -38,6 +38,9 @@ pub(crate) fn base_quic(scenario: &Scenario, seed: Seed) -> QuicConfig {
     }
     if let Some(window) = scenario.measure {
         quic = quic.with_rtt_window(window.from, window.until);
+        if scenario.rtt_intervals.is_some() {
+            quic = quic.with_rtt_times();
+        }
     }
     if let Some(bytes) = transport_window(scenario) {
         let receive = u32::try_from(bytes).unwrap_or(u32::MAX);

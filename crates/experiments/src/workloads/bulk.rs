@@ -170,6 +170,9 @@ impl WorkloadKind for Bulk {
         add_sender(result, names, sender);
         if let Some(window) = view.measure {
             add_rtts(result, names, sender);
+            if let Some(length) = view.rtt_intervals {
+                crate::rtt_intervals::add(result, names, sender, window, view.phases, length);
+            }
             let (log, total) = match self.direction {
                 BulkDirection::Upload => server
                     .apps()

@@ -1,13 +1,18 @@
 //! Short flows (TECC §6): requests and responses of given sizes, each on a
 //! fresh stream, sequential or at Poisson times; flow completion times.
+//! With `connections = "each"`, every flow opens a connection of its own
+//! (fresh slow start, as the Proteus paper's §3 short TCP flows), its
+//! response size uniform between `response` and `response_max`.
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
 use crate::figure::Plot;
 use crate::outcome::{TrialResult, add_distribution, add_error};
 use crate::units::{Bytes, Span};
 use quic::{
-    QuicClient, QuicServer, ShortFlowsClient, ShortFlowsReport, ShortFlowsServerFactory, Timed,
+    Arrival, ConnectionArrivals, QuicClient, QuicServer, ShortFlowsClient, ShortFlowsReport,
+    ShortFlowsServerFactory, Timed,
 };
+use rand_chacha::rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
 /// `kind = "short_flows"`: how many, their sizes and when they start.
@@ -22,6 +27,22 @@ pub struct ShortFlows {
     pub response: Bytes,
     /// When requests start.
     pub arrivals: Arrivals,
+    /// Whether every flow opens its own connection.
+    pub connections: Connections,
+    /// With a connection each, the largest response: sizes are uniform
+    /// between `response` and this (default: all `response`).
+    pub response_max: Option<Bytes>,
+}
+
+/// Which connections carry the flows.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Connections {
+    /// One connection, a stream per flow.
+    #[default]
+    One,
+    /// A connection per flow (Poisson arrivals only).
+    Each,
 }
 
 /// When short flows start.
@@ -52,6 +73,10 @@ struct RawShortFlows {
     arrivals: ArrivalKind,
     #[serde(default)]
     mean_gap: Option<Span>,
+    #[serde(default)]
+    connections: Connections,
+    #[serde(default)]
+    response_max: Option<Bytes>,
 }
 
 fn hundred_bytes() -> Bytes {
@@ -78,12 +103,81 @@ impl TryFrom<RawShortFlows> for ShortFlows {
             }
             (ArrivalKind::Sequential, None) => Arrivals::Sequential,
         };
+        if raw.connections == Connections::Each && arrivals == Arrivals::Sequential {
+            return Err("`connections = \"each\"` needs arrivals = \"poisson\"".into());
+        }
+        match raw.response_max {
+            Some(_) if raw.connections == Connections::One => {
+                return Err("`response_max` needs `connections = \"each\"`".into());
+            }
+            Some(max) if max.0 < raw.response.0 => {
+                return Err("`response_max` must be at least `response`".into());
+            }
+            _ => {}
+        }
         Ok(ShortFlows {
             count: raw.count,
             request: raw.request,
             response: raw.response,
             arrivals,
+            connections: raw.connections,
+            response_max: raw.response_max,
         })
+    }
+}
+
+impl ShortFlows {
+    /// The flows of `connections = "each"`: Poisson arrivals (the same
+    /// draw as one connection's) and sizes uniform in [response,
+    /// response_max], from their own random stream.
+    fn each(&self, gap: Span, setup: &FlowSetup) -> Vec<Arrival> {
+        let quic::Arrivals::Poisson { offsets } =
+            quic::Arrivals::poisson(self.count, gap.0, &mut setup.seed.rng("short-flows"))
+        else {
+            return Vec::new();
+        };
+        let (low, high) = (
+            self.response.0,
+            self.response_max.map_or(self.response.0, |max| max.0),
+        );
+        let mut sizes = setup.seed.rng("short-flows/sizes");
+        offsets
+            .into_iter()
+            .map(|offset| Arrival {
+                offset,
+                response_bytes: low + sizes.next_u64() % (high - low + 1),
+            })
+            .collect()
+    }
+
+    fn collect_each(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome {
+        let names = view.names;
+        let Some(client) = downcast::<ConnectionArrivals>(view.client, "client", result) else {
+            return FlowOutcome::default();
+        };
+        if let Some(error) = client.first_error() {
+            result
+                .errors
+                .push(format!("{}: {error}", names.who("client")));
+        }
+        let fcts: Vec<std::time::Duration> = client
+            .completion_times()
+            .into_iter()
+            .map(|(_, fct)| fct)
+            .collect();
+        add_distribution(result, &names.metric("fct"), &fcts);
+        if !fcts.is_empty() {
+            let total: f64 = fcts.iter().map(|d| d.as_secs_f64()).sum();
+            result.set(
+                names.metric("fct_mean_ms"),
+                total * 1000.0 / fcts.len() as f64,
+            );
+        }
+        result.set(names.metric("flows_completed"), fcts.len() as f64);
+        FlowOutcome {
+            completed: fcts.len() == client.flows().len(),
+            goodput_mbps: None,
+        }
     }
 }
 
@@ -100,6 +194,24 @@ impl WorkloadKind for ShortFlows {
 
     fn endpoints(&self, setup: &FlowSetup) -> Hosts {
         let (request, response) = (self.request.0, self.response.0);
+        if let (Connections::Each, Arrivals::Poisson(gap)) = (self.connections, self.arrivals) {
+            let client = ConnectionArrivals::new(
+                setup.client_quic.clone(),
+                setup.client,
+                setup.server,
+                request,
+                self.each(gap, setup),
+            );
+            let server = QuicServer::new(
+                setup.server_quic.clone(),
+                setup.server,
+                ShortFlowsServerFactory,
+            );
+            return Hosts {
+                client: Box::new(client),
+                server: Box::new(server),
+            };
+        }
         let app = match self.arrivals {
             Arrivals::Poisson(gap) => ShortFlowsClient::poisson(
                 self.count,
@@ -124,6 +236,9 @@ impl WorkloadKind for ShortFlows {
 
     fn collect(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome {
         let names = view.names;
+        if self.connections == Connections::Each {
+            return self.collect_each(view, result);
+        }
         let Some(client) =
             downcast::<Timed<QuicClient<ShortFlowsClient>>>(view.client, "client", result)
         else {
@@ -151,5 +266,34 @@ impl WorkloadKind for ShortFlows {
 
     fn plots(&self) -> Vec<Plot> {
         vec![cdf("fct_ms")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ShortFlows, String> {
+        toml::from_str::<ShortFlows>(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_connection_per_flow_needs_poisson_arrivals_and_sizes_need_it() {
+        let each = parse(
+            "count = 3\nresponse = \"20kB\"\nresponse_max = \"100kB\"\n\
+             arrivals = \"poisson\"\nmean_gap = \"100ms\"\nconnections = \"each\"",
+        )
+        .unwrap();
+        assert_eq!(each.connections, Connections::Each);
+        assert_eq!(each.response_max, Some(Bytes(100_000)));
+        let sequential = parse("count = 3\nresponse = \"20kB\"\nconnections = \"each\"");
+        assert!(sequential.unwrap_err().contains("poisson"));
+        let one = parse("count = 3\nresponse = \"20kB\"\nresponse_max = \"30kB\"");
+        assert!(one.unwrap_err().contains("response_max"));
+        let inverted = parse(
+            "count = 3\nresponse = \"20kB\"\nresponse_max = \"10kB\"\n\
+             arrivals = \"poisson\"\nmean_gap = \"100ms\"\nconnections = \"each\"",
+        );
+        assert!(inverted.unwrap_err().contains("at least"));
     }
 }

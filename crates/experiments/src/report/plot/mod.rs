@@ -3,6 +3,7 @@
 //! colour-blind-safe palette, legends beside the data, scaled units.
 
 mod flows;
+mod pdf;
 mod style;
 mod sweep;
 
@@ -57,7 +58,9 @@ fn size(figure: &Plot, results: &RunResults) -> (u32, u32) {
             let rows = panels.div_ceil(cols);
             (cols * 380 + 20, 50 + rows * 270)
         }
-        Plot::Cdf { .. } | Plot::Lines { .. } | Plot::SweepCdf { .. } => (980, 480),
+        Plot::Cdf { .. } | Plot::Pdf { .. } | Plot::Lines { .. } | Plot::SweepCdf { .. } => {
+            (980, 480)
+        }
         Plot::Flows { .. } => {
             let panels = flows::panels(figure, results).len().max(1) as u32;
             let cols = panels.min(3);
@@ -84,6 +87,20 @@ where
             y_from,
             ..
         } => cdf(root, distribution, *y_from, title, results),
+        Plot::Pdf {
+            distribution,
+            baseline,
+            baseline_label,
+            ..
+        } => {
+            let pdf = pdf::Pdf {
+                distribution,
+                baseline: baseline
+                    .as_deref()
+                    .map(|b| (b, baseline_label.as_deref().unwrap_or(b))),
+            };
+            pdf::draw(root, &pdf, title, results)
+        }
         Plot::Series { field, trial, .. } => {
             series(root, field, *trial, series_lines(figure, results), title)
         }
