@@ -360,6 +360,8 @@ fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
         server: SERVER,
         hops: vec![hop(), hop()],
         extra: vec![(0, OWN)],
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(3),
     };
     let testbed = Testbed::build(&spec, clock).expect("the testbed builds");

@@ -68,6 +68,8 @@ fn router_testbed() -> (Testbed, Node) {
         server: SERVER,
         hops: vec![hop(1, 100), hop(10, 20)],
         extra: vec![(0, PROXY)],
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(7),
     };
     let testbed = Testbed::build(&spec, RealClock::start()).expect("the testbed builds");

@@ -13,6 +13,8 @@ fn spec(rate: Rate) -> TestbedSpec {
         server: "10.0.1.10".parse().unwrap(),
         hops: vec![hop.clone(), hop],
         extra: vec![(0, "10.255.255.1".parse().unwrap())],
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(1),
     }
 }

@@ -414,8 +414,58 @@ fn tcp_and_the_pep_are_checked_and_kept_to_real_mode() {
         ScenarioFile::parse(&format!("middle = \"split\"\n{BASE}"), "ok.toml".into()).unwrap();
     let real = experiments::Mode::Real;
     assert_eq!(split.variants[0].scenario.unsupported_in(real), None);
-    let flows = ScenarioFile::parse(&flows("", TWO_FLOWS), "ok.toml".into()).unwrap();
-    assert!(flows.variants[0].scenario.unsupported_in(real).is_some());
+    // Competing flows run in both modes (in real mode on the chain, each
+    // flow its own addresses), but not with a flow's own access delay, a
+    // middle system, or Linux TCP in the simulator.
+    let two = ScenarioFile::parse(&flows("", TWO_FLOWS), "ok.toml".into()).unwrap();
+    assert_eq!(two.variants[0].scenario.unsupported_in(real), None);
+    let delayed = TWO_FLOWS.replace("name = \"B\"", "name = \"B\"\nclient_delay = \"5ms\"");
+    let delayed = ScenarioFile::parse(&flows("", &delayed), "ok.toml".into()).unwrap();
+    let why = delayed.variants[0].scenario.unsupported_in(real).unwrap();
+    assert!(why.contains("client_delay"), "{why}");
+    let served = ScenarioFile::parse(&flows("middle = \"split\"", TWO_FLOWS), "ok.toml".into());
+    if let Ok(served) = served {
+        let why = served.variants[0].scenario.unsupported_in(real).unwrap();
+        assert!(why.contains("middle"), "{why}");
+    }
+    let tcp = TWO_FLOWS.replace(
+        "name = \"A\"",
+        "name = \"A\"\ntransport = \"tcp\"\ncontroller = \"bbr\"",
+    );
+    let tcp = ScenarioFile::parse(&flows("", &tcp), "ok.toml".into()).unwrap();
+    let scenario = &tcp.variants[0].scenario;
+    assert_eq!(scenario.flows()[0].kernel_tcp.as_deref(), Some("bbr"));
+    assert_eq!(scenario.flows()[1].kernel_tcp, None);
+    assert_eq!(scenario.unsupported_in(real), None);
+    let why = scenario
+        .unsupported_in(experiments::Mode::Simulator)
+        .unwrap();
+    assert!(why.contains("transport = \"tcp\""), "{why}");
+}
+
+#[test]
+fn a_linux_tcp_flow_is_a_bulk_upload_named_by_its_linux_controller() {
+    let tcp = |extra: &str| {
+        TWO_FLOWS.replace(
+            "name = \"A\"",
+            &format!("name = \"A\"\ntransport = \"tcp\"\n{extra}"),
+        )
+    };
+    let table = tcp("controller = { name = \"ledbat\", target = \"25ms\" }");
+    assert_mentions(
+        &error(&flows("", &table)),
+        &["flows[0].controller", "Linux congestion control"],
+    );
+    let download =
+        flows("", &tcp("")).replace("direction = \"upload\"", "direction = \"download\"");
+    assert_mentions(&error(&download), &["flows[0].transport", "upload"]);
+    let switch = tcp("switch = [{ at = \"1s\", to = \"proteus-s\" }]");
+    assert_mentions(
+        &error(&flows("", &switch)),
+        &["flows[0].switch", "Linux TCP"],
+    );
+    let typo = tcp("").replace("transport = \"tcp\"", "transport = \"tpc\"");
+    assert_mentions(&error(&flows("", &typo)), &["transport", "tpc"]);
 }
 
 #[test]

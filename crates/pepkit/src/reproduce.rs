@@ -74,14 +74,19 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         if modes.is_empty() {
             // Independent stacks or kernel TCP only: nothing to simulate.
             eprintln!("skipped: every variant runs in real mode only");
+            let how = if file.quick.as_ref().is_some_and(|q| q.real) {
+                format!(
+                    "`pepkit reproduce {} --quick` runs them where real mode is available",
+                    args.paper
+                )
+            } else {
+                format!("`pepkit run {} --real` runs them", path.display())
+            };
             writeln!(
                 sections,
-                "## {}\n\n`{}`: skipped, its variants run in real mode only \
-                 (`pepkit reproduce {} --quick` runs them where real mode is \
-                 available).\n",
+                "## {}\n\n`{}`: skipped, its variants run in real mode only ({how}).\n",
                 file.base.title,
                 path.display(),
-                args.paper
             )
             .expect("writing to a String");
             continue;

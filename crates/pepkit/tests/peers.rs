@@ -50,6 +50,8 @@ fn path() -> TestbedSpec {
         server: SERVER,
         hops: vec![HopConfig::symmetric(near), HopConfig::symmetric(far)],
         extra: vec![(0, PROXY.split(':').next().unwrap().parse().unwrap())],
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(5),
     }
 }

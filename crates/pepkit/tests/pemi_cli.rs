@@ -33,6 +33,8 @@ fn path() -> TestbedSpec {
         server: SERVER,
         hops: vec![HopConfig::symmetric(near), HopConfig::symmetric(far)],
         extra: Vec::new(),
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(11),
     }
 }

@@ -180,3 +180,59 @@ middle = {{ kind = "sidekick", interval_packets = 2, threshold = 8 }}
     assert!(quacks > 150.0, "{quacks} quACKs for about 400 packets");
     assert_eq!(median(&summary, "NACKs", "proxy_quacks"), None);
 }
+
+/// Two flows on one testbed path: a Linux TCP CUBIC flow and one of our
+/// QUIC CUBIC flows, each its own client and server address, through a
+/// 20 Mbit/s bottleneck. If they share it, their throughputs over the
+/// window sum to about the bottleneck's rate (payload only: TCP's and
+/// QUIC's headers take 3–5%), each gets a real part of it, and the TCP
+/// flow alone gets about all of it.
+#[test]
+fn two_flows_share_the_path() {
+    if !emu::require_real_or_skip("two_flows_share_the_path") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = r#"name = "real-flows"
+title = "two flows on one real path"
+seed = 1
+trials = 1
+time_limit = "14s"
+measure = { from = "4s", until = "12s" }
+path = ["access", "bottleneck"]
+[client]
+addr = "10.0.0.1"
+[server]
+addr = "10.0.1.1"
+[hops.access]
+delay = "1ms"
+rate = "1Gbit/s"
+[hops.bottleneck]
+delay = "9ms"
+rate = "20Mbit/s"
+buffer = { kind = "drop_tail", bytes = "100kB" }
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "12s"
+
+[[variant]]
+name = "TCP + QUIC"
+flows = [{ name = "tcp", transport = "tcp", controller = "cubic", alone = true }, { name = "quic", controller = "cubic" }]
+"#;
+    let summary = run_real(dir.path(), "flows", scenario);
+    let metric = |name: &str| median(&summary, "TCP + QUIC", name).unwrap_or(f64::NAN);
+    let (tcp, quic) = (
+        metric("throughput_mbps_tcp"),
+        metric("throughput_mbps_quic"),
+    );
+    let alone = metric("throughput_mbps_alone_tcp");
+    eprintln!("TCP {tcp:.2} + QUIC {quic:.2} Mbit/s; TCP alone {alone:.2}");
+    let sum = tcp + quic;
+    assert!((17.0..=20.0).contains(&sum), "sum {sum} of 20 Mbit/s");
+    assert!(tcp > 2.0 && quic > 2.0, "TCP {tcp}, QUIC {quic}");
+    assert!((18.0..=20.0).contains(&alone), "TCP alone {alone}");
+    let ratio = metric("throughput_ratio_tcp");
+    assert!(ratio < 0.9, "TCP kept {ratio} of its throughput alone");
+    assert!((metric("utilization") - sum / 20.0).abs() < 1e-9);
+}

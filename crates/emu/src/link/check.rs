@@ -139,6 +139,8 @@ fn stream(
         server: SERVER,
         hops: vec![HopConfig::symmetric(hop)],
         extra: Vec::new(),
+        client_extra: Vec::new(),
+        server_extra: Vec::new(),
         seed: Seed::new(seed),
     };
     let mut testbed = Testbed::build(&spec, clock)?;

@@ -4,7 +4,9 @@
 //!   "TCP e2e" baseline.
 //! * [`pep`]: the transparent split-connection TCP PEP (`pepkit tcp-pep`),
 //!   the "TCP + PEP" baseline, with its nftables interception.
-//! * [`congestion`]: a socket's congestion controller by name, which both
+//! * [`stream`]: a flow bounded by time (a sender and a counting sink),
+//!   for competing flows on a testbed.
+//! * [`congestion`]: a socket's congestion controller by name, which all
 //!   use.
 //!
 //! Both poll their blocking calls with socket timeouts; the two helpers
@@ -13,6 +15,7 @@
 pub mod bulk;
 pub mod congestion;
 pub mod pep;
+pub mod stream;
 
 use std::io::{self, ErrorKind};
 

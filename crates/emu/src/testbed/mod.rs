@@ -13,7 +13,8 @@
 //! and server keep the addresses their scenario gives them, the middle
 //! nodes' interfaces get `10.100.<hop>.1` (left end of a hop) and
 //! `10.100.<hop>.2` (right end); extra addresses (a proxy's control
-//! address) sit on a middle node's loopback. Middle nodes forward (routes
+//! address, competing flows' own client and server addresses) sit on
+//! their node's loopback. Middle nodes forward (routes
 //! to every address of the chain on the right side); neighbour entries are
 //! pinned, IPv6 is off, and the node interfaces have checksum and
 //! segmentation offloads off, so every frame the relay carries is a real,
@@ -56,6 +57,11 @@ pub struct TestbedSpec {
     /// Extra addresses on middle nodes' loopbacks: `(middle index from 0,
     /// address)`.
     pub extra: Vec<(usize, Ipv4Addr)>,
+    /// More addresses of the client node, on its loopback (competing
+    /// flows' clients: each flow its own address).
+    pub client_extra: Vec<Ipv4Addr>,
+    /// More addresses of the server node, on its loopback.
+    pub server_extra: Vec<Ipv4Addr>,
     /// Seeds the links' random loss and RED.
     pub seed: Seed,
 }

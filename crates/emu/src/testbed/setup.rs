@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 /// The chain's nodes for `spec`, their namespaces named from `prefix`:
 /// node `k` sits between hop `k - 1` and hop `k`; the middle nodes'
 /// interfaces get `10.100.<hop>.1` (left end of a hop) and `.2` (right
-/// end), extra addresses go to their middle node's loopback.
+/// end), extra addresses go to their node's loopback.
 pub(super) fn plan_nodes(spec: &TestbedSpec, prefix: &str) -> Vec<Node> {
     let hops = spec.hops.len();
     // Node k sits between hop k-1 and hop k.
@@ -58,12 +58,16 @@ pub(super) fn plan_nodes(spec: &TestbedSpec, prefix: &str) -> Vec<Node> {
                 peer_mac: mac(k + 1, k),
             });
         }
-        let extra = spec
-            .extra
-            .iter()
-            .filter(|(middle, _)| k > 0 && k < hops && *middle == k - 1)
-            .map(|(_, addr)| *addr)
-            .collect();
+        let extra = match k {
+            0 => spec.client_extra.clone(),
+            k if k == hops => spec.server_extra.clone(),
+            k => spec
+                .extra
+                .iter()
+                .filter(|(middle, _)| *middle == k - 1)
+                .map(|(_, addr)| *addr)
+                .collect(),
+        };
         nodes.push(Node {
             netns: format!("{prefix}-{role}"),
             role,

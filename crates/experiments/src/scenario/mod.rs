@@ -142,6 +142,10 @@ pub struct Flow {
     /// On a dumbbell: this flow's own one-way delays on its client and
     /// server access hops, if set.
     pub access_delays: (Option<Duration>, Option<Duration>),
+    /// Linux TCP instead of our hosts (`transport = "tcp"` on a
+    /// `[[flows]]` entry), with this congestion control: a bulk upload,
+    /// real mode only.
+    pub kernel_tcp: Option<String>,
 }
 
 impl Scenario {
@@ -155,15 +159,23 @@ impl Scenario {
             (Mode::Simulator, Traffic::Peers(_)) => {
                 Some("independent QUIC stacks run in real mode only (pepkit run --real)")
             }
+            (Mode::Simulator, Traffic::Hosts { flows, .. })
+                if flows.iter().any(|flow| flow.kernel_tcp.is_some()) =>
+            {
+                Some(
+                    "a [[flows]] entry with transport = \"tcp\" (Linux TCP) runs in real mode \
+                     only (pepkit run --real)",
+                )
+            }
             (Mode::Simulator, Traffic::Hosts { .. }) => system,
             (Mode::Real, _) if system.is_some() => system,
             (
                 Mode::Real,
                 Traffic::Hosts {
                     topology: Topology::Dumbbell,
-                    ..
+                    flows,
                 },
-            ) => Some("competing flows ([[flows]]) run in the simulator only"),
+            ) => real_flows(&self.middle, self.middle_at, flows),
             (Mode::Real, traffic) if !traffic.ipv4() => Some("real mode is IPv4 only"),
             (Mode::Real, _) => None,
         }
@@ -276,6 +288,33 @@ impl Scenario {
             self.plots.clone()
         }
     }
+}
+
+/// Why real mode cannot run these competing flows, if it cannot: it
+/// runs them on the chain (every flow its own addresses on the client
+/// and server nodes, one shared access hop), not on a dumbbell, so it
+/// has no per-flow access hops and no right router, and it runs no
+/// middle system beside them.
+fn real_flows(middle: &Middle, middle_at: usize, flows: &[Flow]) -> Option<&'static str> {
+    if !flows
+        .iter()
+        .all(|flow| flow.client.is_ipv4() && flow.server.is_ipv4())
+    {
+        return Some("real mode is IPv4 only");
+    }
+    if flows.iter().any(|flow| flow.access_delays != (None, None)) {
+        return Some(
+            "real mode shares one access hop among [[flows]]: a flow's own client_delay or \
+             server_delay needs the simulator",
+        );
+    }
+    if *middle != Middle::Router || middle_at != 0 {
+        return Some(
+            "real mode runs [[flows]] through routers only: no `middle` system, no \
+             `middle_after`",
+        );
+    }
+    None
 }
 
 impl Traffic {

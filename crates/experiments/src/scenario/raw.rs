@@ -214,9 +214,15 @@ pub(crate) enum RawBuffer {
 pub(crate) struct RawFlow {
     pub name: String,
     /// The data sender's controller: the client's, or the server's when
-    /// the flow's workload sends from the server (default: the scenario's).
-    #[serde(default, deserialize_with = "crate::shorthand::tagged_option")]
-    pub controller: Option<cc::Controller>,
+    /// the flow's workload sends from the server (default: the scenario's);
+    /// with `transport = "tcp"`, a Linux congestion control's name. Read
+    /// once the flow's transport is known.
+    #[serde(default)]
+    pub controller: Option<toml::Value>,
+    /// Our QUIC hosts (the default), or Linux TCP (`"tcp"`: a bulk
+    /// upload with the kernel's congestion control; real mode only).
+    #[serde(default)]
+    pub transport: Transport,
     /// The scenario's middle system serves this flow.
     #[serde(default)]
     pub middle: bool,

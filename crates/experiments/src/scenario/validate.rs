@@ -400,6 +400,7 @@ impl RawScenario {
             workload: None,
             group: None,
             access_delays: (None, None),
+            kernel_tcp: None,
         })
     }
 
@@ -478,20 +479,10 @@ impl RawScenario {
                     ),
                 );
             }
-            let mut flow = self.flow(index, raw_index, raw, &default_controller)?;
+            let controllers = (&default_controller, &server_controller);
+            let mut flow = self.flow(index, raw_index, raw, controllers)?;
             flow.name = Some(name);
             flow.start = start;
-            flow.server_controller = server_controller.clone();
-            // A flow's `controller` is its data sender's: the server's
-            // when the flow's workload sends from the server (a download,
-            // a video).
-            let workload = raw.workload.as_ref().unwrap_or(&self.workload);
-            if workload.traits().data_sender == Side::Server
-                && let Some(controller) = &raw.controller
-            {
-                flow.server_controller = controller.clone();
-                flow.client_controller = default_controller.clone();
-            }
             self.check_flow(raw_index, &flow)?;
             flows.push(flow);
         }
@@ -571,6 +562,34 @@ impl RawScenario {
         if !traits.quic {
             return fail(&field("workload"), "competing flows run over QUIC");
         }
+        if flow.kernel_tcp.is_some() {
+            if !bulk_upload {
+                return fail(
+                    &field("transport"),
+                    "a Linux TCP flow is a bulk upload (the client sends)",
+                );
+            }
+            if flow.served {
+                return fail(
+                    &field("middle"),
+                    "a middle system serves our QUIC flows, not Linux TCP",
+                );
+            }
+            if !flow.switch.is_empty() {
+                return fail(
+                    &field("switch"),
+                    "switches a PCC controller of our QUIC hosts, not Linux TCP",
+                );
+            }
+            if flow.access_delays != (None, None) {
+                return fail(
+                    &field("client_delay"),
+                    "a Linux TCP flow runs in real mode, which shares one access hop among the \
+                     flows",
+                );
+            }
+            return Ok(());
+        }
         if flow.amount.is_some() && !matches!(workload, Workload::Bulk(_)) {
             return fail(&field("size"), "`size` and `duration` are a bulk flow's");
         }
@@ -615,15 +634,50 @@ impl RawScenario {
         self.check_requires(&flow.server_controller, &server_field, &server)
     }
 
-    /// Flow `index` of the expanded `[[flows]]`, from entry `raw_index`.
+    /// Flow `index` of the expanded `[[flows]]`, from entry `raw_index`;
+    /// `defaults` are the scenario's client and server controllers.
     fn flow(
         &self,
         index: usize,
         raw_index: usize,
         raw: &RawFlow,
-        default_controller: &cc::Controller,
+        (default_controller, server_controller): (&cc::Controller, &cc::Controller),
     ) -> Result<Flow, Problem> {
         let field = |inner: &str| format!("flows[{raw_index}].{inner}");
+        // A flow's `controller` is its data sender's (the server's when
+        // its workload sends from the server: a download, a video), or
+        // with `transport = "tcp"` the Linux congestion control of its
+        // kernel sockets.
+        let (controller, kernel_tcp) = match (raw.transport, raw.controller.clone()) {
+            (Transport::Quic, None) => (None, None),
+            (Transport::Quic, Some(value)) => {
+                let parsed =
+                    crate::shorthand::tagged(value).map_err(|error: toml::de::Error| {
+                        (
+                            field("controller"),
+                            super::error::first_line(&error.to_string()).to_string(),
+                        )
+                    })?;
+                (Some(parsed), None)
+            }
+            (Transport::Tcp, None) => (None, Some("cubic".to_string())),
+            (Transport::Tcp, Some(toml::Value::String(name))) => (None, Some(name)),
+            (Transport::Tcp, Some(_)) => {
+                return fail(
+                    &field("controller"),
+                    "with transport = \"tcp\", a Linux congestion control's name such as \"cubic\" \
+                     or \"bbr\"",
+                );
+            }
+        };
+        let workload = raw.workload.as_ref().unwrap_or(&self.workload);
+        let (client_controller, server_controller) = match controller {
+            Some(controller) if workload.traits().data_sender == Side::Server => {
+                (default_controller.clone(), controller)
+            }
+            Some(controller) => (controller, server_controller.clone()),
+            None => (default_controller.clone(), server_controller.clone()),
+        };
         let at = |endpoint: &RawEndpoint, who: &str, port: u16| {
             offset_addr(endpoint.addr, index as u128)
                 .map(|ip| SocketAddr::new(ip, endpoint.port.unwrap_or(port)))
@@ -662,11 +716,9 @@ impl RawScenario {
             name: Some(raw.name.clone()),
             client: at(&self.client, "client", CLIENT_PORT)?,
             server: at(&self.server, "server", SERVER_PORT)?,
-            client_controller: raw
-                .controller
-                .clone()
-                .unwrap_or_else(|| default_controller.clone()),
-            server_controller: cc::Controller::default(),
+            client_controller,
+            server_controller,
+            kernel_tcp,
             client_ack_frequency: ack_frequency(self.client.ack_frequency),
             server_ack_frequency: ack_frequency(self.server.ack_frequency),
             server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),

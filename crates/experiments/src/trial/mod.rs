@@ -11,6 +11,7 @@
 
 mod plan;
 mod real;
+mod real_flows;
 mod sim;
 
 pub use real::testbed_spec;
@@ -189,6 +190,22 @@ pub(crate) trait Engines {
     fn server(&self, index: usize) -> Option<&dyn Host>;
     /// The middle system's engine, if it ran one.
     fn middle(&self) -> Option<&dyn Middlebox>;
+    /// Flow `index`'s delivery, if Linux TCP carried it.
+    fn kernel_tcp(&self, _index: usize) -> Option<&KernelTcpFlow> {
+        None
+    }
+}
+
+/// What a Linux TCP flow delivered (real mode): the receiving
+/// application's reads on the run's clock.
+#[derive(Default)]
+pub(crate) struct KernelTcpFlow {
+    /// Bytes received by each bin edge.
+    pub log: quic::DeliveryLog,
+    /// Bytes received in all.
+    pub total: u64,
+    /// Whether the sender ran to its end without error.
+    pub completed: bool,
 }
 
 /// What a trial's flows need besides their hosts, to be read back.
@@ -204,6 +221,8 @@ pub(crate) struct FlowMeta {
     pub counters: Vec<Arc<dyn cc::ControllerCounters>>,
     /// The `[[flows]]` entry it was expanded from by a `count`, if any.
     pub group: Option<String>,
+    /// Whether Linux TCP carried it (real mode), not our hosts.
+    pub kernel_tcp: bool,
 }
 
 /// Reads the system's, the workload's and the controllers' results out of
@@ -219,6 +238,15 @@ pub(crate) fn collect(
     system.collect(middle, result);
     let mut outcomes = Vec::with_capacity(flows.len());
     for (index, flow) in flows.iter().enumerate() {
+        if flow.kernel_tcp {
+            outcomes.push(collect_kernel_tcp(
+                scenario,
+                flow,
+                engines.kernel_tcp(index),
+                result,
+            ));
+            continue;
+        }
         let (Some(client), Some(server)) = (engines.client(index), engines.server(index)) else {
             result
                 .errors
@@ -262,6 +290,35 @@ pub(crate) fn collect(
     }
     add_group_means(flows, result);
     system.derive(middle, result);
+}
+
+/// A Linux TCP flow's throughput over the measurement window and its
+/// phases, by the same code and names as our hosts' (`throughput_mbps`
+/// with the flow's suffix). The kernel's RTT samples are not read, so
+/// such a flow has no RTT metrics.
+fn collect_kernel_tcp(
+    scenario: &Scenario,
+    flow: &FlowMeta,
+    delivered: Option<&KernelTcpFlow>,
+    result: &mut TrialResult,
+) -> crate::workloads::FlowOutcome {
+    let Some(delivered) = delivered else {
+        result
+            .errors
+            .push(format!("{}: no delivery recorded", flow.names.who("flow")));
+        return crate::workloads::FlowOutcome::default();
+    };
+    if let Some(window) = scenario.measure {
+        let until = netsim::Time::ZERO + scenario.time_limit;
+        let (log, total) = (&delivered.log, delivered.total);
+        crate::outcome::add_throughput(result, &flow.names, log, total, window, until);
+        crate::outcome::add_phase_throughputs(result, &flow.names, log, total, &scenario.phases);
+    }
+    result.set(flow.names.metric("received_bytes"), delivered.total as f64);
+    crate::workloads::FlowOutcome {
+        completed: delivered.completed,
+        goodput_mbps: None,
+    }
 }
 
 /// For the flows of one `[[flows]]` entry with a `count`, the mean of

@@ -14,10 +14,8 @@ use std::time::Duration;
 
 /// One flow, built.
 pub(crate) struct FlowHosts {
-    /// Its client, with what the middle system put beside it.
-    pub client: Box<dyn Host>,
-    /// Its server.
-    pub server: Box<dyn Host>,
+    /// Who carries it.
+    pub endpoints: Endpoints,
     /// When the client starts.
     pub start: Time,
     /// Its own one-way delays on its client and server access hops (a
@@ -25,6 +23,25 @@ pub(crate) struct FlowHosts {
     pub access_delays: (Option<std::time::Duration>, Option<std::time::Duration>),
     /// What collecting its results needs.
     pub meta: FlowMeta,
+}
+
+/// Who carries a flow.
+pub(crate) enum Endpoints {
+    /// Our hosts.
+    Hosts {
+        /// Its client, with what the middle system put beside it.
+        client: Box<dyn Host>,
+        /// Its server.
+        server: Box<dyn Host>,
+    },
+    /// Linux TCP with this congestion control (real mode only): a bulk
+    /// upload until the flow's end.
+    KernelTcp {
+        /// The congestion control, as Linux names it.
+        congestion: String,
+        /// When the flow ends, or how many bytes it sends.
+        amount: crate::workloads::Amount,
+    },
 }
 
 /// The configuration every QUIC endpoint of trial `trial` starts from.
@@ -102,6 +119,33 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(index, flow);
+        if let Some(congestion) = &flow.kernel_tcp {
+            let amount = match (flow.amount, &scenario.workload_of(flow)) {
+                (Some(amount), _) => amount,
+                (None, crate::workloads::Workload::Bulk(bulk)) => bulk.amount,
+                // Validation allows Linux TCP flows for bulk uploads only.
+                (None, _) => {
+                    crate::workloads::Amount::Until(crate::units::Span(scenario.time_limit))
+                }
+            };
+            built.push(FlowHosts {
+                endpoints: Endpoints::KernelTcp {
+                    congestion: congestion.clone(),
+                    amount,
+                },
+                start: Time::ZERO + flow.start,
+                access_delays: flow.access_delays,
+                meta: FlowMeta {
+                    names,
+                    addrs: (flow.client, flow.server),
+                    served: false,
+                    counters: Vec::new(),
+                    group: flow.group.clone(),
+                    kernel_tcp: true,
+                },
+            });
+            continue;
+        }
         let served = flow.served;
         let workload = scenario.workload_of(flow).kind();
         let sender = workload.traits().data_sender;
@@ -162,8 +206,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             client
         };
         built.push(FlowHosts {
-            client,
-            server,
+            endpoints: Endpoints::Hosts { client, server },
             start: Time::ZERO + flow.start,
             access_delays: flow.access_delays,
             meta: FlowMeta {
@@ -172,6 +215,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
                 served,
                 counters: client_quic.1.into_iter().chain(server_quic.1).collect(),
                 group: flow.group.clone(),
+                kernel_tcp: false,
             },
         });
     }

@@ -10,42 +10,21 @@
 //! (so nothing repeats exactly), and the links' counters come from the
 //! relay.
 
-use super::plan::{self, FlowHosts};
-use super::{Engines, FlowMeta, Prepared, collect};
+use super::Prepared;
+use super::plan;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
 use crate::systems::{OnTestbed, Placement, Service};
 use crate::workloads::TcpTransfer;
 use emu::driver::MiddleStats;
-use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
-use netsim::{Host, Middlebox, Time};
+use emu::{RealClock, Testbed, TestbedSpec};
+use netsim::Middlebox;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// What real mode ran, to be read back.
-struct Ran {
-    client: Box<dyn Host>,
-    server: Box<dyn Host>,
-    middle: Option<Box<dyn Middlebox>>,
-}
-
-impl Engines for Ran {
-    fn client(&self, index: usize) -> Option<&dyn Host> {
-        (index == 0).then_some(self.client.as_ref())
-    }
-
-    fn server(&self, index: usize) -> Option<&dyn Host> {
-        (index == 0).then_some(self.server.as_ref())
-    }
-
-    fn middle(&self) -> Option<&dyn Middlebox> {
-        self.middle.as_deref()
-    }
-}
 
 /// An IPv4 address (real mode refuses IPv6 scenarios before they run).
 fn ipv4(addr: IpAddr) -> Option<Ipv4Addr> {
@@ -59,15 +38,32 @@ fn ipv4(addr: IpAddr) -> Option<Ipv4Addr> {
 /// with the middle system's own address on its node if it has one.
 pub fn testbed_spec(prepared: &Prepared, trial: u32) -> Result<TestbedSpec, String> {
     let scenario = prepared.scenario();
+    let v4 = |addr: SocketAddr| ipv4(addr.ip()).ok_or("real mode is IPv4 only".to_string());
+    // Competing flows: each its own client and server address, on the
+    // client and server nodes (the first flow's as the nodes' own).
+    let mut client_extra = Vec::new();
+    let mut server_extra = Vec::new();
     let (client, server) = match &scenario.traffic {
-        Traffic::Hosts { flows, .. } => match flows.as_slice() {
-            [flow] => (flow.client, flow.server),
-            _ => return Err("real mode runs one flow (a chain)".into()),
-        },
+        Traffic::Hosts { flows, .. } => {
+            let Some((first, rest)) = flows.split_first() else {
+                return Err("the scenario has no flow".into());
+            };
+            for flow in rest {
+                for (addr, own, extra) in [
+                    (flow.client, first.client, &mut client_extra),
+                    (flow.server, first.server, &mut server_extra),
+                ] {
+                    let addr = v4(addr)?;
+                    if addr != v4(own)? && !extra.contains(&addr) {
+                        extra.push(addr);
+                    }
+                }
+            }
+            (first.client, first.server)
+        }
         Traffic::KernelTcp(tcp) => (tcp.client, tcp.server),
         Traffic::Peers(peers) => (peers.client, peers.server),
     };
-    let v4 = |addr: SocketAddr| ipv4(addr.ip()).ok_or("real mode is IPv4 only".to_string());
     let extra = match scenario.middle.system().address() {
         Some(addr) => vec![(
             scenario.middle_at,
@@ -80,6 +76,8 @@ pub fn testbed_spec(prepared: &Prepared, trial: u32) -> Result<TestbedSpec, Stri
         server: v4(server)?,
         hops: prepared.hops().to_vec(),
         extra,
+        client_extra,
+        server_extra,
         seed: scenario.trial_seed(trial),
     })
 }
@@ -113,7 +111,7 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::Hosts { .. } => {
             let flows = plan::flows(prepared, trial);
             let deadline = clock.now() + limit;
-            run_hosts(
+            super::real_flows::run_hosts(
                 prepared,
                 &testbed,
                 (variant, trial),
@@ -154,7 +152,7 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
 type ServiceThread = JoinHandle<std::io::Result<Result<Vec<(String, f64)>, String>>>;
 
 /// What runs on the middle node during a trial.
-enum Middle {
+pub(super) enum Middle {
     Router,
     Engine(emu::MiddleThread<Box<dyn Middlebox>>, Arc<AtomicBool>),
     Service(ServiceThread, Arc<AtomicBool>),
@@ -163,7 +161,7 @@ enum Middle {
 impl Middle {
     /// Stops it; returns its engine (for the system's metrics) and
     /// records the driver's or the service's counters.
-    fn stop(self, result: &mut TrialResult) -> Option<Box<dyn Middlebox>> {
+    pub(super) fn stop(self, result: &mut TrialResult) -> Option<Box<dyn Middlebox>> {
         match self {
             Middle::Router => None,
             Middle::Engine(thread, stop) => {
@@ -322,69 +320,6 @@ fn start_service(
             Err(format!("middle: {why}"))
         }
     }
-}
-
-/// Our hosts on the testbed: the chain's one flow, client and server.
-fn run_hosts(
-    prepared: &Prepared,
-    testbed: &Testbed,
-    (variant, trial): (&str, u32),
-    flows: Vec<FlowHosts>,
-    deadline: Time,
-    middle: Middle,
-) -> Result<TrialResult, String> {
-    let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
-    let Ok([flow]) = <[FlowHosts; 1]>::try_from(flows) else {
-        return Err("real mode runs one flow (a chain)".into());
-    };
-    let FlowHosts {
-        client,
-        server,
-        meta,
-        ..
-    } = flow;
-    let stop = Arc::new(AtomicBool::new(false));
-    let server = testbed
-        .run_host(
-            testbed.server(),
-            server,
-            vec![meta.addrs.1],
-            &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
-        )
-        .map_err(|e| format!("server: {e}"))?;
-    let client = testbed
-        .run_host(
-            testbed.client(),
-            client,
-            vec![meta.addrs.0],
-            &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
-        )
-        .map_err(|e| format!("client: {e}"))?;
-    let client = client.join().map_err(|e| format!("client: {e}"));
-    // The server runs until the client is done (or failed).
-    stop.store(true, Ordering::Relaxed);
-    let server = server.join().map_err(|e| format!("server: {e}"))?;
-    let client = client?;
-    let stop_name = match client.stop {
-        emu::HostStop::Finished => "finished",
-        emu::HostStop::TimeLimit => "time_limit",
-        emu::HostStop::Stopped => "stopped",
-    };
-    let mut result = TrialResult::new(variant, trial, seed, stop_name, client.end, 0);
-    let middle = middle.stop(&mut result);
-    let ran = Ran {
-        client: client.host,
-        server: server.host,
-        middle,
-    };
-    let metas: [FlowMeta; 1] = [meta];
-    collect(scenario, &metas, &ran, &mut result);
-    let send_errors = client.stats.send_errors + server.stats.send_errors;
-    if send_errors > 0 {
-        result.set("socket_send_errors", send_errors as f64);
-    }
-    Ok(result)
 }
 
 /// A TCP bulk trial: Linux TCP with the endpoints' congestion control.

@@ -13,7 +13,7 @@
 //! loss), so that the path of every flow is its access hop and the
 //! bottleneck, as in the chain.
 
-use super::plan::{self, FlowHosts};
+use super::plan::{self, Endpoints, FlowHosts};
 use super::{Engines, FlowMeta, Prepared, collect};
 use crate::outcome::{LinkReport, TrialResult};
 use crate::scenario::{Scenario, Traffic};
@@ -76,8 +76,15 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
     let scenario = prepared.scenario();
     let seed = scenario.trial_seed(trial);
     let topology = match &scenario.traffic {
-        Traffic::Hosts { topology, .. } => *topology,
-        Traffic::KernelTcp(_) | Traffic::Peers(_) => {
+        Traffic::Hosts { topology, .. }
+            if scenario
+                .flows()
+                .iter()
+                .all(|flow| flow.kernel_tcp.is_none()) =>
+        {
+            *topology
+        }
+        _ => {
             let why = scenario
                 .unsupported_in(crate::outcome::Mode::Simulator)
                 .unwrap_or("real mode only")
@@ -173,8 +180,12 @@ fn chain(
     let mut metas = Vec::new();
     let mut spec = None;
     for flow in flows {
-        let client = HostSpec::boxed("client", flow.meta.addrs.0.ip(), flow.client);
-        let server = HostSpec::boxed("server", flow.meta.addrs.1.ip(), flow.server);
+        // Linux TCP flows never reach the simulator (`run` refuses them).
+        let Endpoints::Hosts { client, server } = flow.endpoints else {
+            continue;
+        };
+        let client = HostSpec::boxed("client", flow.meta.addrs.0.ip(), client);
+        let server = HostSpec::boxed("server", flow.meta.addrs.1.ip(), server);
         spec = Some(ChainSpec::new(client, server));
         metas.push(flow.meta);
     }
@@ -227,8 +238,11 @@ fn dumbbell(
     let mut metas = Vec::new();
     for flow in flows {
         let who = |side: &str| flow.meta.names.who(side);
-        let client = HostSpec::boxed(who("client"), flow.meta.addrs.0.ip(), flow.client);
-        let server = HostSpec::boxed(who("server"), flow.meta.addrs.1.ip(), flow.server);
+        let Endpoints::Hosts { client, server } = flow.endpoints else {
+            continue;
+        };
+        let client = HostSpec::boxed(who("client"), flow.meta.addrs.0.ip(), client);
+        let server = HostSpec::boxed(who("server"), flow.meta.addrs.1.ip(), server);
         let (client_delay, server_delay) = flow.access_delays;
         spec = spec.pair(FlowPair {
             sender: client.starting_at(flow.start),
