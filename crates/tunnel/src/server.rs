@@ -105,6 +105,8 @@ pub struct ServerApp {
     client: Option<SocketAddr>,
     next_virtual: u32,
     samples: Vec<ServerSample>,
+    /// The state the last drive left, which holds until the next one.
+    last_state: Option<ServerSample>,
     next_sample: Option<Time>,
     stats: ServerStats,
     error: Option<String>,
@@ -130,6 +132,7 @@ impl ServerApp {
             client: None,
             next_virtual: 0,
             samples: Vec::new(),
+            last_state: None,
             next_sample: None,
             stats: ServerStats::default(),
             error: None,
@@ -207,11 +210,10 @@ impl ServerApp {
         &self.samples
     }
 
-    /// When the application wants to be driven (the sampler's cycle, the
-    /// next sample).
+    /// When the application wants to be driven (the sampler's cycle; never
+    /// for the time series, which observes without driving anything).
     pub fn next_wakeup(&self) -> Option<Time> {
-        let sampler = self.sampler.as_ref().and_then(Sampler::next_wakeup);
-        sampler.into_iter().chain(self.next_sample).min()
+        self.sampler.as_ref().and_then(Sampler::next_wakeup)
     }
 
     /// Why the connection was closed by us, if it was.
@@ -397,23 +399,44 @@ impl ServerApp {
         self.sender.queued_bytes() + streams
     }
 
-    /// The sampler's detection, its feedback at the end of a cycle, and the
-    /// time series.
+    /// The time series' samples due by `now`, before this drive changes
+    /// anything: the state the last drive left holds at every instant
+    /// until this one. Waking the connection to sample would poll it at
+    /// extra instants (its pacer and timers, the sampler's queue
+    /// observations), so observing would change the run.
+    fn catch_up_samples(&mut self, now: Time) {
+        let (Some(interval), Some(state)) = (self.shared.sample_interval, self.last_state) else {
+            return;
+        };
+        let interval = interval.max(Duration::from_millis(1));
+        // The first multiple of the interval after the first state, so
+        // that the samples fall on the instants the endpoints sample at.
+        let step = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        let first = || Time::from_nanos((state.at.as_nanos() / step).saturating_add(1) * step);
+        let mut next = self.next_sample.unwrap_or_else(first);
+        while next <= now {
+            self.samples.push(ServerSample { at: next, ..state });
+            next += interval;
+        }
+        self.next_sample = Some(next);
+    }
+
+    /// Keeps the state this drive leaves for the time series.
+    fn keep_state(&mut self, session: &mut Session<'_>) {
+        if self.shared.sample_interval.is_some() {
+            self.last_state = Some(ServerSample {
+                at: session.now(),
+                queue_bytes: self.queue_bytes() as u64,
+                pacing: session.pacing_rate(),
+                srtt: session.smoothed_rtt(),
+            });
+        }
+    }
+
+    /// The sampler's detection and its feedback at the end of a cycle.
     fn sample(&mut self, session: &mut Session<'_>) {
         let now = session.now();
         let queue = self.queue_bytes();
-        if let Some(interval) = self.shared.sample_interval {
-            let next = *self.next_sample.get_or_insert(now);
-            if now >= next {
-                self.samples.push(ServerSample {
-                    at: now,
-                    queue_bytes: queue as u64,
-                    pacing: session.pacing_rate(),
-                    srtt: session.smoothed_rtt(),
-                });
-                self.next_sample = Some(next + interval.max(Duration::from_millis(1)));
-            }
-        }
         let Some(sampler) = &mut self.sampler else {
             return;
         };
@@ -466,6 +489,7 @@ impl ServerApp {
 
 impl App for ServerApp {
     fn drive(&mut self, session: &mut Session<'_>) {
+        self.catch_up_samples(session.now());
         if self.error.is_some() || !session.is_connected() {
             return;
         }
@@ -488,6 +512,7 @@ impl App for ServerApp {
             }
         }
         self.sender.drive(session);
+        self.keep_state(session);
     }
 
     fn is_done(&self) -> bool {

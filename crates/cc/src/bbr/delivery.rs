@@ -111,14 +111,17 @@ impl DeliveryRate {
         self.prune(now);
     }
 
-    /// Packet `pn` was declared lost.
-    pub fn on_lost(&mut self, pn: u64, now: Instant) {
+    /// Packet `pn` was declared lost: its bytes (0 for a packet the
+    /// sampler does not know).
+    pub fn on_lost(&mut self, pn: u64, now: Instant) -> u64 {
+        let mut lost = 0;
         if let Some(packet) = self.find(pn, None) {
             packet.done = true;
-            let bytes = packet.bytes;
-            self.in_flight = self.in_flight.saturating_sub(bytes);
+            lost = packet.bytes;
+            self.in_flight = self.in_flight.saturating_sub(lost);
         }
         self.prune(now);
+        lost
     }
 
     /// Drops finished records at the front, and records so old that no

@@ -34,11 +34,29 @@
 //!   (2 packets each, Linux's budget below 1.2 Gbit/s), at least 4
 //!   packets; it grows towards that by the bytes acknowledged. Pacing is
 //!   the pacing gain times BtlBw, less a 1% margin (as Linux).
-//! * **Losses**: packet conservation for one round trip after a loss
-//!   (window = flight + acknowledged), then the window from before the
-//!   loss is restored, as Linux does around recovery; persistent congestion
-//!   sets the window to 4 packets. Linux's long-term ("policer") bandwidth
-//!   model is not implemented.
+//! * **Losses**, as Linux's `bbr_set_cwnd_to_recover_or_restore` around
+//!   TCP's recovery: every ACK takes the bytes lost since the last one off
+//!   the window; entering recovery saves the window, cuts it to the flight
+//!   plus the bytes just acknowledged and starts a round with packet
+//!   conservation (the window only replaces what is acknowledged); after
+//!   that round the window grows as usual, and leaving recovery restores
+//!   the saved window. Persistent congestion (TCP's RTO) sets the window to
+//!   4 packets, in an episode restored the same way. Linux's long-term
+//!   ("policer") bandwidth model is not implemented.
+//! * **The recovery episode**, TCP's in QUIC's terms. TCP recovers until
+//!   the retransmission of the last hole found below its recovery point is
+//!   acknowledged, and Linux's BBR looks at TCP's state once per ACK, so
+//!   when TCP leaves recovery and enters it again on one ACK (under random
+//!   loss it does so every round, holes above the old recovery point being
+//!   known by then) BBR sees one recovery: one cut and one round of
+//!   conservation, not one per round. Here an episode starts when a packet
+//!   is declared lost (not one sent before the last episode's newest loss,
+//!   RFC 9002 §7.3.2), every loss declared in it moves its mark to now, and
+//!   it ends when a packet sent after the mark is acknowledged (QUIC's
+//!   retransmissions go in new packets, so this is TCP's "the last repair
+//!   acknowledged"). noq-proto declares an ACK's losses after the ACK
+//!   batch, so BBR leaves an episode at the batch after the one that ended
+//!   it, unless that one's losses moved the mark.
 //!
 //! **BBR-S**: whenever the smoothed RTT deviation (RFC 6298's rttvar over
 //! the newest RTT of each ACK) exceeds 20 ms, the sender enters ProbeRTT
@@ -120,8 +138,25 @@ pub struct Bbr {
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     probe_rtt_length: Duration,
-    /// Packet conservation until this round.
-    conservation_until: Option<u64>,
+    /// Whether a recovery episode is under way.
+    in_recovery: bool,
+    /// When the last episode's newest loss was declared: the episode ends
+    /// when a packet sent after it is acknowledged, and losses of packets
+    /// sent before it start no new one.
+    recovery_mark: Option<Instant>,
+    /// The last ACK batch acknowledged a packet sent after the mark: the
+    /// episode ends at the next batch unless a loss moves the mark.
+    recovery_ending: bool,
+    /// This ACK batch acknowledged a packet sent after the mark.
+    acked_past_mark: bool,
+    /// Packet conservation: the first round of a recovery episode.
+    conserving: bool,
+    /// Bytes declared lost since the last ACK batch (Linux's
+    /// `rs->losses`), taken off the window at the next one.
+    lost_since_batch: u64,
+    /// The last ACK batch's time and bytes acknowledged (the losses it
+    /// reveals are declared right after it).
+    last_batch: Option<(Instant, u64)>,
     loss_in_round: bool,
     acked_in_batch: u64,
     srtt: Option<Duration>,
@@ -168,7 +203,13 @@ impl Bbr {
             probe_rtt_done: None,
             probe_rtt_round_done: false,
             probe_rtt_length: PROBE_RTT_TIME,
-            conservation_until: None,
+            in_recovery: false,
+            recovery_mark: None,
+            recovery_ending: false,
+            acked_past_mark: false,
+            conserving: false,
+            lost_since_batch: 0,
+            last_batch: None,
             loss_in_round: false,
             acked_in_batch: 0,
             srtt: None,
@@ -317,6 +358,7 @@ impl Bbr {
             self.round += 1;
             self.round_start = true;
             self.loss_in_round = false;
+            self.conserving = false;
         }
         if !sample.app_limited || sample.bytes_per_sec >= self.btlbw() {
             self.btlbw.push_back((self.round, sample.bytes_per_sec));
@@ -444,22 +486,46 @@ impl Bbr {
         }
     }
 
+    /// The window after an ACK batch that acknowledged `acked` bytes
+    /// (Linux's `bbr_set_cwnd`).
     fn update_cwnd(&mut self, acked: u64) {
-        let target = self.target_cwnd();
-        let conserving = self.conservation_until.is_some_and(|r| self.round < r);
-        if conserving {
+        // An ACK for P packets releases at most 2P: the losses first.
+        let lost = std::mem::take(&mut self.lost_since_batch);
+        self.cwnd = self.cwnd.saturating_sub(lost).max(self.mss);
+        if self.conserving {
             self.cwnd = self.cwnd.max(self.rate.in_flight() + acked);
-        } else if let Some(_ended) = self.conservation_until.take() {
-            self.cwnd = self.cwnd.max(self.prior_cwnd);
-        }
-        if self.filled_pipe {
-            self.cwnd = (self.cwnd + acked).min(target);
-        } else if self.cwnd < target || self.rate.delivered() < INITIAL_CWND * self.mss {
-            self.cwnd += acked;
+        } else {
+            let target = self.target_cwnd();
+            if self.filled_pipe {
+                self.cwnd = (self.cwnd + acked).min(target);
+            } else if self.cwnd < target || self.rate.delivered() < INITIAL_CWND * self.mss {
+                self.cwnd += acked;
+            }
         }
         self.cwnd = self.cwnd.max(MIN_CWND * self.mss);
         if self.mode == Mode::ProbeRtt {
             self.cwnd = self.cwnd.min(MIN_CWND * self.mss);
+        }
+    }
+
+    /// Leaves a recovery episode that the last ACK batch ended and no loss
+    /// extended: the window from before it comes back.
+    fn settle_recovery(&mut self) {
+        if self.recovery_ending {
+            self.recovery_ending = false;
+            self.in_recovery = false;
+            self.conserving = false;
+            self.cwnd = self.cwnd.max(self.prior_cwnd);
+        }
+    }
+
+    /// Keeps the window to restore after a cut (Linux's `bbr_save_cwnd`):
+    /// the window now, unless recovery or ProbeRTT already cut it.
+    fn save_cwnd(&mut self) {
+        if !self.in_recovery && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = self.cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
         }
     }
 
@@ -476,19 +542,43 @@ impl Bbr {
         }
     }
 
-    /// A congestion event (`persistent`: persistent congestion).
-    pub fn on_loss(&mut self, persistent: bool) {
+    /// A congestion event at `now` whose newest lost packet was sent at
+    /// `sent` (`persistent`: persistent congestion).
+    pub fn on_loss(&mut self, now: Instant, sent: Instant, persistent: bool) {
         self.loss_in_round = true;
         if persistent {
-            self.prior_cwnd = self.prior_cwnd.max(self.cwnd);
+            self.save_cwnd();
+            self.in_recovery = true;
+            self.recovery_mark = Some(now);
+            self.recovery_ending = false;
+            self.conserving = false;
+            self.lost_since_batch = 0;
             self.cwnd = MIN_CWND * self.mss;
             return;
         }
-        if self.conservation_until.is_none() {
-            self.prior_cwnd = self.cwnd;
-            self.cwnd = self.rate.in_flight().max(MIN_CWND * self.mss);
-            self.conservation_until = Some(self.round + 1);
+        if self.in_recovery {
+            // The episode goes on until this loss is repaired too.
+            self.save_cwnd();
+            self.recovery_mark = Some(now);
+            self.recovery_ending = false;
+            return;
         }
+        if self.recovery_mark.is_some_and(|mark| sent <= mark) {
+            // A packet in flight during the last episode.
+            return;
+        }
+        self.save_cwnd();
+        let acked = match self.last_batch {
+            Some((at, acked)) if at == now => acked,
+            _ => 0,
+        };
+        self.in_recovery = true;
+        self.recovery_mark = Some(now);
+        self.conserving = true;
+        self.lost_since_batch = 0;
+        // The round of conservation starts now.
+        self.next_round_delivered = self.rate.delivered();
+        self.cwnd = (self.rate.in_flight() + acked).max(MIN_CWND * self.mss);
     }
 }
 
@@ -500,6 +590,9 @@ impl CongestionEngine for Bbr {
     fn handle_ack(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64, _: Duration) {
         self.rate.on_acked(now, pn, sent);
         self.acked_in_batch += bytes;
+        if self.in_recovery && self.recovery_mark.is_some_and(|mark| sent > mark) {
+            self.acked_past_mark = true;
+        }
     }
 
     fn handle_end_acks(&mut self, now: Instant, _in_flight: u64, app_limited: bool) {
@@ -507,6 +600,12 @@ impl CongestionEngine for Bbr {
             self.rate.on_app_limited();
         }
         let acked = std::mem::take(&mut self.acked_in_batch);
+        // The episode the previous batch ended; this batch may end it in
+        // turn unless its losses, declared after it, extend it.
+        self.settle_recovery();
+        let past_mark = std::mem::take(&mut self.acked_past_mark);
+        self.recovery_ending = past_mark && self.in_recovery;
+        self.last_batch = Some((now, acked));
         // A round starts only with a sample of this batch.
         self.round_start = false;
         if let Some(sample) = self.rate.end_batch() {
@@ -521,11 +620,11 @@ impl CongestionEngine for Bbr {
     }
 
     fn handle_lost(&mut self, now: Instant, _bytes: u16, pn: u64) {
-        self.rate.on_lost(pn, now);
+        self.lost_since_batch += self.rate.on_lost(pn, now);
     }
 
-    fn handle_congestion(&mut self, _now: Instant, _sent: Instant, persistent: bool) {
-        self.on_loss(persistent);
+    fn handle_congestion(&mut self, now: Instant, sent: Instant, persistent: bool) {
+        self.on_loss(now, sent, persistent);
     }
 
     fn handle_mtu(&mut self, mtu: u16) {
@@ -586,83 +685,4 @@ impl ControllerCounters for BbrFactory {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A BBR fed a steady 12 MB/s, 30 ms path: `rounds` of sends and ACKs.
-    fn run(bbr: &mut Bbr, t0: Instant, steps: u64, rtt_of: impl Fn(u64) -> u64) {
-        let us = |u: u64| t0 + Duration::from_micros(u);
-        for step in 0..steps {
-            if step >= 300 {
-                let pn = step - 300;
-                let sent = us(pn * 100);
-                let now = sent + Duration::from_micros(rtt_of(pn));
-                bbr.rate.on_acked(now, pn, sent);
-                bbr.acked_in_batch += 1200;
-                bbr.handle_end_acks(now, 0, false);
-            }
-            bbr.handle_sent(us(step * 100), 1200, step);
-        }
-    }
-
-    #[test]
-    fn bbr_measures_the_path_and_leaves_startup() {
-        let t0 = Instant::now();
-        let mut bbr = Bbr::new(false, Seed::new(1).rng("bbr"), 1200);
-        run(&mut bbr, t0, 20_000, |_| 30_000);
-        assert!((bbr.btlbw() - 12e6).abs() / 12e6 < 0.02, "{}", bbr.btlbw());
-        assert_eq!(bbr.rtprop(), Some(Duration::from_millis(30)));
-        assert_eq!(bbr.mode(), Mode::ProbeBw);
-        // Window: 2 · 12 MB/s · 30 ms + 3 quanta, plus 2 packets in the
-        // 5/4 phase.
-        let bdp2 = 2.0 * bbr.btlbw() * 0.03;
-        assert!(bbr.target_cwnd() as f64 >= bdp2 + 7200.0 - 1.0);
-    }
-
-    #[test]
-    fn bbr_s_probes_rtt_when_the_rtt_deviates() {
-        let t0 = Instant::now();
-        let mut bbr = Bbr::new(true, Seed::new(1).rng("bbr"), 1200);
-        // RTTs alternating 30 and 110 ms: rttvar far above 20 ms.
-        run(&mut bbr, t0, 5_000, |pn| {
-            if pn % 2 == 0 { 30_000 } else { 110_000 }
-        });
-        assert!(bbr.forced_probes() > 0);
-        let mut plain = Bbr::new(false, Seed::new(1).rng("bbr"), 1200);
-        run(&mut plain, t0, 5_000, |pn| {
-            if pn % 2 == 0 { 30_000 } else { 110_000 }
-        });
-        assert_eq!(plain.forced_probes(), 0);
-    }
-
-    #[test]
-    fn the_probe_bw_phase_is_seeded() {
-        let phase = |seed: u64| {
-            let mut bbr = Bbr::new(false, Seed::new(seed).rng("bbr"), 1200);
-            bbr.enter_probe_bw(Instant::now());
-            bbr.cycle_index
-        };
-        assert_eq!(phase(7), phase(7));
-        let phases: std::collections::BTreeSet<usize> = (0..64).map(phase).collect();
-        assert!(!phases.contains(&1), "never starts in the 3/4 phase");
-        assert!(phases.len() >= 5);
-    }
-
-    /// An application-limited sender in Startup keeps its highest pacing
-    /// rate while its samples (a small packet now and then) fall; once the
-    /// pipe is filled, the model alone sets the rate.
-    #[test]
-    fn startup_pacing_never_goes_down_before_the_pipe_fills() {
-        let t0 = Instant::now();
-        let mut bbr = Bbr::new(false, Seed::new(1).rng("bbr"), 1200);
-        run(&mut bbr, t0, 400, |_| 30_000);
-        let before = bbr.pacing_rate();
-        assert_eq!(bbr.mode(), Mode::Startup);
-        bbr.btlbw.clear();
-        bbr.btlbw.push_back((bbr.round, 2_500.0));
-        bbr.hold_startup_pacing();
-        assert_eq!(bbr.pacing_rate(), before);
-        bbr.filled_pipe = true;
-        assert_eq!(bbr.pacing_rate(), (HIGH_GAIN * 2_500.0 * 0.99) as u64);
-    }
-}
+mod tests;
