@@ -1,48 +1,20 @@
 //! A crate outside this one adds its own congestion controller by name.
 
+mod common;
+
+use common::FixedWindow;
 use netsim::*;
-use quic::congestion::{Controller, ControllerFactory};
 use quic::{BulkClient, BulkReport, BulkServerFactory, Direction};
 use quic::{QuicClient, QuicConfig, QuicServer};
-use std::any::Any;
 use std::sync::Arc;
-use std::time::Instant;
 
-/// A controller with a constant window of 20 full packets.
-#[derive(Debug, Clone)]
-struct FixedWindow;
-
+/// A constant window of 20 full packets.
 const WINDOW: u64 = 20 * 1200;
-
-impl Controller for FixedWindow {
-    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
-    fn on_mtu_update(&mut self, _: u16) {}
-    fn window(&self) -> u64 {
-        WINDOW
-    }
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-    fn initial_window(&self) -> u64 {
-        WINDOW
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-}
-
-struct FixedWindowFactory;
-
-impl ControllerFactory for FixedWindowFactory {
-    fn build(self: Arc<Self>, _: Instant, _: u16) -> Box<dyn Controller> {
-        Box::new(FixedWindow)
-    }
-}
 
 #[test]
 fn a_custom_controller_is_used() {
     let config = QuicConfig::new(Seed::new(5))
-        .with_controller(Arc::new(FixedWindowFactory))
+        .with_controller(Arc::new(FixedWindow(WINDOW)))
         .with_sampling(std::time::Duration::from_millis(100));
     let (a, b) = (
         "10.0.0.1:5000".parse().unwrap(),

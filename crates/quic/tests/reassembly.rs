@@ -3,47 +3,22 @@
 //! buffer") once a stream holds more than 1024 separate pieces; pepkit's
 //! copy (third_party/noq-proto) allows as many as a 64 MiB window can make.
 
+mod common;
+
+use common::FixedWindow;
 use netsim::*;
-use quic::congestion::{Controller, ControllerFactory};
 use quic::{BulkClient, BulkReport, BulkServerFactory, Direction};
 use quic::{QuicClient, QuicConfig, QuicServer};
-use std::any::Any;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// A window of 6000 full packets that loss never shrinks.
-#[derive(Debug, Clone)]
-struct Blind;
-
+/// A window of 6000 full packets, which loss never shrinks.
 const WINDOW: u64 = 6000 * 1200;
-
-impl Controller for Blind {
-    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
-    fn on_mtu_update(&mut self, _: u16) {}
-    fn window(&self) -> u64 {
-        WINDOW
-    }
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-    fn initial_window(&self) -> u64 {
-        WINDOW
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-}
-
-impl ControllerFactory for Blind {
-    fn build(self: Arc<Self>, _: Instant, _: u16) -> Box<dyn Controller> {
-        Box::new(Blind)
-    }
-}
 
 #[test]
 fn a_stream_with_thousands_of_gaps_completes() {
     let config = QuicConfig::new(Seed::new(3))
-        .with_controller(Arc::new(Blind))
+        .with_controller(Arc::new(FixedWindow(WINDOW)))
         .with_max_udp_payload(1200)
         .with_receive_window(64 << 20)
         .with_send_window(64 << 20);

@@ -8,6 +8,47 @@ use quic::*;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// A controller from outside the crate: a constant window of `.0` bytes
+/// that neither loss nor delay changes (its own factory).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FixedWindow(pub(crate) u64);
+
+impl congestion::Controller for FixedWindow {
+    fn on_congestion_event(
+        &mut self,
+        _: std::time::Instant,
+        _: std::time::Instant,
+        _: bool,
+        _: bool,
+        _: u64,
+        _: u64,
+    ) {
+    }
+    fn on_mtu_update(&mut self, _: u16) {}
+    fn window(&self) -> u64 {
+        self.0
+    }
+    fn clone_box(&self) -> Box<dyn congestion::Controller> {
+        Box::new(*self)
+    }
+    fn initial_window(&self) -> u64 {
+        self.0
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl congestion::ControllerFactory for FixedWindow {
+    fn build(
+        self: std::sync::Arc<Self>,
+        _: std::time::Instant,
+        _: u16,
+    ) -> Box<dyn congestion::Controller> {
+        Box::new(*self)
+    }
+}
+
 /// noq-proto's controller called `name` (`cubic`, `newreno`, `bbr`).
 pub(crate) fn noq(name: &str) -> SharedFactory {
     use quic::congestion::{Bbr3Config, CubicConfig, NewRenoConfig};
