@@ -64,6 +64,7 @@ enum Server {
 /// A flow's sending end, waiting for its start or running.
 enum Client {
     Waiting(Box<dyn Host>),
+    WaitingTcp(TcpSenderConfig),
     Host(emu::HostThread<Box<dyn Host>>),
     Sender(SenderThread),
     Failed(String),
@@ -89,7 +90,6 @@ pub(super) fn run_hosts(
     let mut metas = Vec::with_capacity(flows.len());
     let mut servers = Vec::with_capacity(flows.len());
     let mut clients = Vec::with_capacity(flows.len());
-    let mut plans = Vec::with_capacity(flows.len());
     // Every server listens before the first client starts.
     for flow in flows {
         let who = |side: &str| flow.meta.names.who(side);
@@ -102,19 +102,17 @@ pub(super) fn run_hosts(
                     .map_err(|e| format!("{}: {e}", who("server")))?;
                 servers.push(Server::Host(server));
                 clients.push(Client::Waiting(client));
-                plans.push(None);
             }
             Endpoints::KernelTcp { congestion, amount } => {
                 let sink = start_sink(testbed, server_addr, &congestion, &server_stop)
                     .map_err(|e| format!("{}: {e}", who("server")))?;
                 servers.push(Server::Sink(sink));
-                clients.push(Client::Failed(String::new()));
                 let (until, bytes) = match amount {
                     Amount::Size(size) => (deadline, Some(size.0)),
                     Amount::Duration(span) => (flow.start + span.0, None),
                     Amount::Until(span) => (Time::ZERO + span.0, None),
                 };
-                plans.push(Some(TcpSenderConfig {
+                clients.push(Client::WaitingTcp(TcpSenderConfig {
                     server: server_addr,
                     bind: std::net::SocketAddr::new(client_addr.ip(), 0),
                     congestion,
@@ -134,18 +132,15 @@ pub(super) fn run_hosts(
             std::thread::sleep(clock.until(*start).min(Duration::from_millis(50)));
         }
         let who = meta.names.who("client");
-        clients[i] = match (
-            std::mem::replace(&mut clients[i], Client::Failed(String::new())),
-            plans[i].take(),
-        ) {
-            (Client::Waiting(host), _) => {
+        clients[i] = match std::mem::replace(&mut clients[i], Client::Failed(String::new())) {
+            Client::Waiting(host) => {
                 let spec = HostRunSpec::new(RunUntil::Finished, deadline, client_stop.clone());
                 match testbed.run_host(testbed.client(), host, vec![meta.addrs.0], &spec) {
                     Ok(thread) => Client::Host(thread),
                     Err(e) => Client::Failed(format!("{who}: {e}")),
                 }
             }
-            (_, Some(config)) => {
+            Client::WaitingTcp(config) => {
                 match testbed.spawn_in(testbed.client(), "tcp-sender", move || {
                     stream::send(&config)
                 }) {
@@ -153,7 +148,7 @@ pub(super) fn run_hosts(
                     Err(e) => Client::Failed(format!("{who}: {e}")),
                 }
             }
-            (other, None) => other,
+            other => other,
         };
     }
     // Every client to its end, then the servers.
@@ -199,7 +194,7 @@ pub(super) fn run_hosts(
                 errors.push(error);
                 (None, false)
             }
-            Client::Waiting(_) => (None, false),
+            Client::Waiting(_) | Client::WaitingTcp(_) => (None, false),
         };
         ran_clients.push(host);
         sent_ok.push(ok);
