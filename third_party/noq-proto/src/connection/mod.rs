@@ -3157,7 +3157,16 @@ impl Connection {
         let two_pto = 2 * self.path_data(path).rtt.pto_base();
 
         let lost_packets = &mut self.spaces[space].for_path(path).lost_packets;
-        lost_packets.retain(|_pn, info| now.saturating_duration_since(info.time_sent) <= two_pto);
+        // pepkit: packets are numbered in the order they are sent, so the
+        // old ones are a prefix; a `retain` visited every slot between the
+        // oldest and the newest lost packet on every ACK.
+        loop {
+            let stale = lost_packets.iter().next().and_then(|(pn, info)| {
+                (now.saturating_duration_since(info.time_sent) > two_pto).then_some(pn)
+            });
+            let Some(pn) = stale else { break };
+            lost_packets.remove(pn);
+        }
     }
 
     /// Process a new ECN block from an in-order ACK

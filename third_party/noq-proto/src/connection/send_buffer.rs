@@ -55,6 +55,14 @@ struct SendBufferData {
     segments: VecDeque<Bytes>,
     /// Last segment, possibly empty
     last_segment: BytesMut,
+    /// Segments removed from the front so far: segment `i` of `segments`
+    /// is segment `popped + i` counted from the stream's start (pepkit)
+    popped: usize,
+    /// Where the last `get_into` began: that segment's number counted from
+    /// the stream's start and its start offset. Packets ask for the data
+    /// in order, so the next one begins there or later; scanning from the
+    /// front cost the number of segments in flight per packet (pepkit)
+    cursor: (usize, u64),
 }
 
 impl SendBufferData {
@@ -113,6 +121,7 @@ impl SendBufferData {
                 // Remove the whole front segment
                 n -= front.len();
                 self.segments.pop_front();
+                self.popped += 1;
             } else {
                 // Advance within the front segment
                 front.advance(n);
@@ -130,6 +139,7 @@ impl SendBufferData {
     /// Iterator over all segments in order
     ///
     /// Concatenates `segments` and `last_segment` so they can be handled uniformly
+    #[cfg(any(test, feature = "bench"))]
     fn segments_iter(&self) -> impl Iterator<Item = &[u8]> {
         self.segments
             .iter()
@@ -165,31 +175,38 @@ impl SendBufferData {
         unreachable!("impossible if segments and range are consistent");
     }
 
-    fn get_into(&self, offsets: Range<u64>, buf: &mut impl BufMut) {
+    fn get_into(&mut self, offsets: Range<u64>, buf: &mut impl BufMut) {
         assert!(
             offsets.start >= self.range().start && offsets.end <= self.range().end,
             "Requested range is outside of buffered data"
         );
-        // translate to segment-relative offsets and usize
-        let offsets = Range {
-            start: (offsets.start - self.offset) as usize,
-            end: (offsets.end - self.offset) as usize,
-        };
-        let mut segment_offset = 0;
-        for segment in self.segments_iter() {
-            // intersect segment range with requested range
-            let start = segment_offset.max(offsets.start);
-            let end = (segment_offset + segment.len()).min(offsets.end);
-            if start < end {
-                // slice range intersects with requested range
-                buf.put_slice(&segment[start - segment_offset..end - segment_offset]);
+        // The first segment to look at, and its start offset: the cursor's
+        // unless it was removed or lies beyond the range (a retransmission).
+        let (mut index, mut start) = self.cursor;
+        if index <= self.popped || start > offsets.start {
+            (index, start) = (self.popped, self.offset);
+        }
+        let segments = self.segments.range(index - self.popped..).map(|x| x.as_ref());
+        let last = core::iter::once(self.last_segment.as_ref());
+        let mut found = None;
+        for (segment, i) in segments.chain(last).zip(index..) {
+            let end = start + segment.len() as u64;
+            if found.is_none() && end > offsets.start {
+                found = Some((i, start));
             }
-            segment_offset += segment.len();
-            if segment_offset >= offsets.end {
+            // intersect segment range with requested range
+            let from = start.max(offsets.start);
+            let to = end.min(offsets.end);
+            if from < to {
+                buf.put_slice(&segment[(from - start) as usize..(to - start) as usize]);
+            }
+            start = end;
+            if start >= offsets.end {
                 // we are beyond the requested range
                 break;
             }
         }
+        self.cursor = found.unwrap_or(self.cursor);
     }
 
     #[cfg(test)]
@@ -303,7 +320,7 @@ impl SendBuffer {
         self.data.get(offsets)
     }
 
-    pub(super) fn get_into(&self, offsets: Range<u64>, buf: &mut impl BufMut) {
+    pub(super) fn get_into(&mut self, offsets: Range<u64>, buf: &mut impl BufMut) {
         self.data.get_into(offsets, buf)
     }
 
@@ -578,7 +595,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "Requested range is outside of buffered data")]
     fn send_buffer_get_into_out_of_range() {
-        let data = SendBufferData::default();
+        let mut data = SendBufferData::default();
         let mut buf = Vec::new();
         data.get_into(0..1, &mut buf);
     }

@@ -255,6 +255,9 @@ pub(super) struct PacketNumberSpace {
     pub(super) largest_ack_eliciting_sent: u64,
     /// Number of packets in `sent_packets` with numbers above `largest_ack_eliciting_sent`
     pub(super) unacked_non_ack_eliciting_tail: u64,
+    /// The newest non-ACK-eliciting packet forgotten by `sent` (pepkit: the
+    /// search for the next one starts after it, not at the holes before it)
+    forgotten_tail_pn: u64,
     /// Transmitted but not acked
     // We use a BTreeMap here so we can efficiently query by range on ACK and for loss detection
     pub(super) sent_packets: SortedIndexBuffer<SentPacket>,
@@ -316,6 +319,7 @@ impl PacketNumberSpace {
             largest_acked_packet_send_time: now,
             largest_ack_eliciting_sent: 0,
             unacked_non_ack_eliciting_tail: 0,
+            forgotten_tail_pn: 0,
             sent_packets: SortedIndexBuffer::new(),
             lost_packets: SortedIndexBuffer::new(),
             ecn_counters: frame::EcnCounts::ZERO,
@@ -346,6 +350,7 @@ impl PacketNumberSpace {
             largest_acked_packet_send_time: now,
             largest_ack_eliciting_sent: 0,
             unacked_non_ack_eliciting_tail: 0,
+            forgotten_tail_pn: 0,
             sent_packets: SortedIndexBuffer::new(),
             lost_packets: SortedIndexBuffer::new(),
             ecn_counters: frame::EcnCounts::ZERO,
@@ -465,11 +470,12 @@ impl PacketNumberSpace {
             let oldest_after_ack_eliciting = self
                 .sent_packets
                 .keys_range((
-                    Bound::Excluded(self.largest_ack_eliciting_sent),
+                    Bound::Excluded(self.largest_ack_eliciting_sent.max(self.forgotten_tail_pn)),
                     Bound::Unbounded,
                 ))
                 .next()
                 .unwrap();
+            self.forgotten_tail_pn = oldest_after_ack_eliciting;
             // Per https://www.rfc-editor.org/rfc/rfc9000.html#name-frames-and-frame-types,
             // non-ACK-eliciting packets must only contain PADDING, ACK, and CONNECTION_CLOSE
             // frames, which require no special handling on ACK or loss beyond removal from
