@@ -38,4 +38,4 @@ pub use outcome::{LinkReport, Mode, TrialResult};
 pub use run::{Progress, RunOptions, RunResults, run};
 pub use scenario::{Scenario, ScenarioError, ScenarioFile, Variant};
 pub use summary::{SCHEMA, Summary, VariantSummary};
-pub use trial::Prepared;
+pub use trial::{AloneRuns, Prepared};

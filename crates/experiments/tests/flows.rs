@@ -274,3 +274,39 @@ fn phases_measure_each_flow_in_each_part_of_the_window() {
         "B is not `alone`"
     );
 }
+
+/// Variants that differ only in the flows left out of the alone run share
+/// that run, and sharing it changes nothing: a variant's alone metrics are
+/// the same run with its neighbour as run by itself.
+#[test]
+fn variants_share_an_alone_run_without_changing_it() {
+    let text = PHASED.replace(
+        "[[flows]]\nname = \"A\"\nalone = true\n[[flows]]\nname = \"B\"\nstart = \"2s\"\nduration = \"4s\"\n",
+        r#"[[variant]]
+name = "B CUBIC"
+flows = [{ name = "A", alone = true }, { name = "B", start = "2s", duration = "4s" }]
+[[variant]]
+name = "B LEDBAT"
+flows = [{ name = "A", alone = true }, { name = "B", controller = "ledbat", start = "2s", duration = "4s" }]
+"#,
+    );
+    let file = ScenarioFile::parse(&text, PathBuf::from("shared.toml")).unwrap();
+    let alone = |trial: &experiments::TrialResult| -> Vec<(String, f64)> {
+        let metrics = trial.metrics.iter().filter(|(k, _)| k.contains("_alone"));
+        metrics.map(|(k, &v)| (k.clone(), v)).collect()
+    };
+    let both = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
+    let (cubic, ledbat) = (&both.trials[0][0], &both.trials[1][0]);
+    assert!(!alone(cubic).is_empty(), "{:?}", cubic.metrics);
+    assert_eq!(alone(cubic), alone(ledbat));
+    assert_ne!(
+        cubic.metrics["throughput_mbps_b"],
+        ledbat.metrics["throughput_mbps_b"]
+    );
+    let options = RunOptions {
+        only: Some("LEDBAT".into()),
+        ..RunOptions::default()
+    };
+    let by_itself = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
+    assert_eq!(by_itself.trials[0][0], *ledbat);
+}

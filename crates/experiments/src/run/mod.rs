@@ -17,7 +17,7 @@ pub use shard::{MANIFEST, Manifest, Shard, merge};
 use crate::outcome::{Mode, TrialResult};
 use crate::scenario::{MAX_TRIALS, ScenarioError, ScenarioFile, Variant};
 use crate::summary::{CheckResult, SCHEMA, Summary, VariantSummary};
-use crate::trial::Prepared;
+use crate::trial::{AloneRuns, Prepared};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
@@ -168,11 +168,12 @@ fn execute(
     progress.start(total, jobs);
     let mut results: Vec<Vec<TrialResult>> = variants.iter().map(|_| Vec::new()).collect();
     let next = AtomicUsize::new(0);
+    let alone_runs = AloneRuns::default();
     let (sender, receiver) = mpsc::channel::<(usize, TrialResult)>();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let sender = sender.clone();
-            let (next, starts) = (&next, &starts);
+            let (next, starts, alone_runs) = (&next, &starts, &alone_runs);
             scope.spawn(move || {
                 loop {
                     let ordinal = next.fetch_add(1, Ordering::Relaxed);
@@ -183,7 +184,7 @@ fn execute(
                     let v = starts.partition_point(|&start| start <= task) - 1;
                     let (variant, prepared) = &variants[v];
                     let trial = (task - starts[v]) as u32;
-                    let result = prepared.run(&variant.name, trial, options.mode);
+                    let result = prepared.run(&variant.name, trial, options.mode, alone_runs);
                     if sender.send((v, result)).is_err() {
                         return;
                     }

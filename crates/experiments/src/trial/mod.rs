@@ -21,9 +21,9 @@ use crate::scenario::{Scenario, ScenarioError, Traffic};
 use crate::systems::Topology;
 use crate::workloads::FlowView;
 use netsim::{CapacityTrace, HopConfig, Host, Middlebox};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A variant made ready to run: its traces loaded and, in real mode, its
 /// Linux congestion controls checked, so that trials cannot fail on
@@ -94,15 +94,34 @@ impl Prepared {
     }
 
     /// Runs trial `trial` of variant `variant` in `mode`; with flows
-    /// marked `alone`, runs them again without the others and reports
-    /// their throughput and RTT against that.
-    pub fn run(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
+    /// marked `alone`, runs them again without the others (or, in the
+    /// simulator, takes that run from `shared` when another variant made
+    /// the same one) and reports their throughput and RTT against that.
+    pub fn run(&self, variant: &str, trial: u32, mode: Mode, shared: &AloneRuns) -> TrialResult {
         let mut result = self.run_once(variant, trial, mode);
         if let Some(baseline) = self.alone() {
-            let alone = baseline.run_once(variant, trial, mode);
+            let run = || baseline.run_once(variant, trial, mode);
+            let alone = match mode {
+                Mode::Simulator => shared.get_or_run(baseline.alone_key(trial), run),
+                // A real trial measures the machine at its time: never reused.
+                Mode::Real => run(),
+            };
             add_alone(&self.scenario, &mut result, &alone);
         }
         result
+    }
+
+    /// What decides an alone run's result: the scenario without what only
+    /// names or reports it, and the trial (its seed).
+    fn alone_key(&self, trial: u32) -> String {
+        let mut scenario = self.scenario.clone();
+        scenario.name.clear();
+        scenario.title.clear();
+        scenario.source = None;
+        scenario.figure = None;
+        scenario.trials = 0;
+        scenario.plots.clear();
+        format!("{trial} {scenario:?}")
     }
 
     fn run_once(&self, variant: &str, trial: u32, mode: Mode) -> TrialResult {
@@ -128,6 +147,28 @@ impl Prepared {
             scenario,
             hops: self.hops.clone(),
         })
+    }
+}
+
+/// Alone runs (flows marked `alone`, run without the others) shared by the
+/// variants of one simulator run. A simulated trial depends only on its
+/// scenario and seed, so variants that differ only in the flows left out
+/// (Figure 8's six pairs of three primaries) need each alone run once.
+#[derive(Default)]
+pub struct AloneRuns(Mutex<HashMap<String, Arc<OnceLock<TrialResult>>>>);
+
+impl AloneRuns {
+    /// The result stored under `key`, or `run`'s, stored. A second asker
+    /// of a key being run waits for it.
+    fn get_or_run(&self, key: String, run: impl FnOnce() -> TrialResult) -> TrialResult {
+        let cell = {
+            let mut runs = self
+                .0
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            runs.entry(key).or_default().clone()
+        };
+        cell.get_or_init(run).clone()
     }
 }
 
