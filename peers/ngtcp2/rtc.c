@@ -301,8 +301,9 @@ static int send_datagram(struct peer *p, const uint8_t *buf, size_t len) {
   do {
     n = sendto(p->fd, buf, len, 0, (struct sockaddr *)&p->remote, p->remotelen);
   } while (n < 0 && errno == EINTR);
-  /* A full socket buffer is a loss QUIC repairs, as on any path. */
-  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS) {
+  /* A full socket buffer, or no server yet (ICMP), is a loss QUIC repairs. */
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS &&
+      errno != ECONNREFUSED) {
     fprintf(stderr, "ngtcp2-rtc: sendto: %s\n", strerror(errno));
     return -1;
   }
