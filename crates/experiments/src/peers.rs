@@ -1,5 +1,5 @@
 //! Independent QUIC stacks as a trial's endpoints (real mode only): the
-//! programs of `peers/` (quic-go, aioquic, ngtcp2's examples), started
+//! programs of `peers/` (quic-go, aioquic, ngtcp2), started
 //! through `peers/run` in the testbed's client and server namespaces,
 //! instead of our noq-proto hosts. A scenario asks for them per endpoint:
 //!
@@ -10,10 +10,12 @@
 //! stack = "quic-go"
 //! ```
 //!
-//! They carry the bulk workload (all three) and the RTC frames (quic-go
-//! and aioquic; ngtcp2's example programs are an HTTP/3 client and server,
-//! which cannot push frames on the server's clock). quic-go and aioquic
-//! interoperate with each other; ngtcp2 only with itself; our endpoints
+//! They carry the bulk workload and the RTC frames (all three). ngtcp2's
+//! bulk peers are its HTTP/3 example programs, which interoperate only with
+//! each other; its RTC peer is `peers/ngtcp2/rtc.c`, which the server runs
+//! when given `--rtc` ([`PeerTransfer::server_args`]). quic-go and aioquic
+//! serve both on one port. Every RTC client works with every RTC server,
+//! and quic-go's and aioquic's bulk peers with each other; our endpoints
 //! (ALPN `pepkit`, a pinned test certificate) only with ours. The metrics
 //! are the workloads' own: goodput and completion time from the client's
 //! report (timed from before the handshake, as ours), frame delay and
@@ -41,7 +43,8 @@ pub enum Stack {
     /// aioquic (`peers/aioquic`).
     #[serde(rename = "aioquic")]
     Aioquic,
-    /// ngtcp2's example HTTP/3 client and server.
+    /// ngtcp2: its example HTTP/3 client and server for bulk transfers,
+    /// `peers/ngtcp2/rtc.c` for RTC frames.
     #[serde(rename = "ngtcp2")]
     Ngtcp2,
 }
@@ -103,8 +106,10 @@ impl PeerTransfer {
         workload: &Workload,
     ) -> Result<PeerTransfer, (String, String)> {
         let fail = |field: &str, message: &str| Err((field.to_string(), message.to_string()));
+        // The RTC peers all speak one protocol; ngtcp2's bulk peers speak HTTP/3.
         let interoperate = |a: Stack, b: Stack| {
             a == b
+                || matches!(workload, Workload::Rtc(_))
                 || matches!(
                     (a, b),
                     (Stack::QuicGo, Stack::Aioquic) | (Stack::Aioquic, Stack::QuicGo)
@@ -120,7 +125,8 @@ impl PeerTransfer {
         if !interoperate(client_stack, server_stack) {
             return fail(
                 "server.stack",
-                "quic-go and aioquic interoperate; ngtcp2's HTTP/3 examples only with themselves",
+                "for bulk transfers quic-go and aioquic interoperate; ngtcp2's HTTP/3 examples \
+                 only with themselves (every RTC client works with every RTC server)",
             );
         }
         let work = match workload {
@@ -136,19 +142,13 @@ impl PeerTransfer {
                     );
                 }
             },
-            Workload::Rtc(rtc) if client_stack != Stack::Ngtcp2 => {
+            Workload::Rtc(rtc) => {
                 let source = rtc.source();
                 PeerWork::Rtc {
                     frames: source.frames,
                     fps: source.fps,
                     frame_bytes: source.frame_bytes as u64,
                 }
-            }
-            Workload::Rtc(_) => {
-                return fail(
-                    "client.stack",
-                    "ngtcp2's example programs speak HTTP/3 request/response: no RTC frames",
-                );
             }
             _ => return fail("workload", "independent stacks carry bulk and rtc only"),
         };
@@ -159,6 +159,20 @@ impl PeerTransfer {
             server_stack,
             work,
         })
+    }
+
+    /// The server's arguments after `peers/run STACK`: `--rtc` for RTC
+    /// frames, which picks ngtcp2's RTC server (the others ignore it).
+    pub(crate) fn server_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "server".to_string(),
+            "--listen".to_string(),
+            self.server.to_string(),
+        ];
+        if matches!(self.work, PeerWork::Rtc { .. }) {
+            args.push("--rtc".into());
+        }
+        args
     }
 
     /// The client's arguments after `peers/run STACK client`.
@@ -301,6 +315,10 @@ mod tests {
         assert_eq!(result.metrics["frame_jitter_p99_ms"], 2.0);
         let args = transfer.client_args(Duration::from_secs(60));
         assert!(args.contains(&"--rtc-frames".to_string()));
+        assert_eq!(
+            transfer.server_args(),
+            ["server", "--listen", "10.0.1.10:4433", "--rtc"]
+        );
         let bulk = PeerTransfer {
             work: PeerWork::Bulk {
                 direction: BulkDirection::Download,
@@ -312,5 +330,30 @@ mod tests {
         let line = r#"{"peer":"quic-go","direction":"download","bytes":1000,"seconds":0.008}"#;
         assert_eq!(bulk.collect(line, &mut result), Ok(true));
         assert_eq!(result.metrics["goodput_mbps"], 1.0);
+        assert_eq!(bulk.server_args(), ["server", "--listen", "10.0.1.10:4433"]);
+    }
+
+    /// Which pairs of stacks carry which workload: every RTC client with
+    /// every RTC server; ngtcp2's HTTP/3 bulk peers only with each other.
+    #[test]
+    fn pairs_that_interoperate() {
+        let rtc: Workload =
+            toml::from_str("kind = \"rtc\"\nduration = \"1s\"").expect("an rtc workload");
+        let bulk: Workload =
+            toml::from_str("kind = \"bulk\"\ndirection = \"download\"\nsize = \"1MB\"")
+                .expect("a bulk workload");
+        let client: SocketAddr = "10.0.2.10:5000".parse().unwrap();
+        let server: SocketAddr = "10.0.1.10:4433".parse().unwrap();
+        let pair = |a, b, w: &Workload| PeerTransfer::new((client, a), (server, b), w);
+        let stacks = [Stack::QuicGo, Stack::Aioquic, Stack::Ngtcp2];
+        for a in stacks {
+            for b in stacks {
+                let transfer = pair(a, b, &rtc).expect("every RTC pair");
+                assert!(matches!(transfer.work, PeerWork::Rtc { frames: 30, .. }));
+                let bulk_ok = a == b || !matches!(a, Stack::Ngtcp2) && !matches!(b, Stack::Ngtcp2);
+                assert_eq!(pair(a, b, &bulk).is_ok(), bulk_ok, "{a:?} / {b:?}");
+            }
+            assert!(pair(a, Stack::Noq, &rtc).is_err());
+        }
     }
 }

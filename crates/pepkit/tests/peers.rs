@@ -1,7 +1,8 @@
 //! Independent QUIC peers (quic-go, aioquic, ngtcp2) complete bulk
 //! transfers through an emulated path, with and without the Sidekick proxy
 //! daemon on the middle node — and the proxy leaves flows that never asked
-//! for quACKs alone. Needs root, network namespaces and the peers that
+//! for quACKs alone; and each carries RTC frames to its own client and to
+//! the others' (`peers/run … server --rtc`). Needs root, network namespaces and the peers that
 //! `scripts/setup` installs; skips with the reason otherwise (fails with
 //! `PEPKIT_REQUIRE_REAL=1`).
 
@@ -174,4 +175,117 @@ fn aioquic_through_the_emulated_path() {
 #[test]
 fn ngtcp2_through_the_emulated_path() {
     peer_through_path("ngtcp2");
+}
+
+/// `Err(why)` if `peer`'s RTC client and server cannot run here.
+fn rtc_runnable(peer: &str) -> Result<(), String> {
+    runnable(peer)?;
+    let check = std::process::Command::new(peers_run())
+        .args([peer, "check"])
+        .output()
+        .map_err(|e| format!("cannot run peers/run {peer} check: {e}"))?;
+    let says = String::from_utf8_lossy(&check.stdout).into_owned();
+    if says.contains("RTC frames") && !says.contains("no RTC frames") {
+        Ok(())
+    } else {
+        Err(format!("{peer} has no RTC peer here: {}", says.trim()))
+    }
+}
+
+/// 60 RTC frames (30 fps, 12.5 kB) from `server`'s RTC server to
+/// `client`'s client through a fresh testbed: every frame arrives once, no
+/// sooner than the path's 11 ms one-way delay after its generation, and
+/// the frames are generated on the server's 30 fps clock.
+fn rtc_through_path(client: &str, server: &str) {
+    let test = format!("{client} RTC client, {server} RTC server");
+    for peer in [client, server] {
+        if !emu::require_or_skip(&test, rtc_runnable(peer)) {
+            return;
+        }
+    }
+    let testbed = Testbed::build(&path(), RealClock::start()).expect("testbed");
+    let run = peers_run().to_string_lossy().to_string();
+    let limit = Duration::from_secs(60);
+    let listen = format!("{SERVER}:4433");
+    let server_process = Process::spawn(
+        "server",
+        Some(&testbed.server().netns),
+        limit,
+        &run,
+        &[server, "server", "--listen", &listen, "--rtc"],
+    )
+    .expect("the server starts");
+    std::thread::sleep(Duration::from_millis(1500));
+    let args = [
+        client,
+        "client",
+        "--connect",
+        &listen,
+        "--rtc-frames",
+        "60",
+        "--timeout",
+        "30",
+    ];
+    let finished = Process::spawn("client", Some(&testbed.client().netns), limit, &run, &args)
+        .expect("the client starts")
+        .wait(limit);
+    let server_finished = server_process.stop();
+    assert!(
+        finished.success(),
+        "{test}: {}\nserver: {}",
+        finished.stderr,
+        server_finished.stderr
+    );
+    let line: serde_json::Value = finished
+        .stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .expect("the client's JSON line");
+    assert_eq!(line["peer"].as_str(), Some(client), "{line}");
+    assert_eq!(line["mode"].as_str(), Some("rtc"), "{line}");
+    let frames: Vec<[u64; 3]> = line["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| {
+            let n: Vec<u64> = f
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v.as_u64())
+                .collect();
+            [n[0], n[1], n[2]]
+        })
+        .collect();
+    let mut indexes: Vec<u64> = frames.iter().map(|f| f[0]).collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, (0..60).collect::<Vec<u64>>(), "{test}: {line}");
+    for [index, generated, arrived] in &frames {
+        assert!(
+            *arrived >= generated + 11_000_000,
+            "{test}: frame {index} took {} ns",
+            arrived.saturating_sub(*generated)
+        );
+    }
+    let generated = |k: u64| frames.iter().find(|f| f[0] == k).unwrap()[1];
+    let span = (generated(59) - generated(0)) as f64 / 1e9;
+    assert!(
+        (span - 59.0 / 30.0).abs() < 0.1,
+        "{test}: 60 frames generated over {span} s"
+    );
+    eprintln!("{test}: 60 frames, median delay {} ms", {
+        let mut delays: Vec<u64> = frames.iter().map(|f| (f[2] - f[1]) / 1_000_000).collect();
+        delays.sort_unstable();
+        delays[30]
+    });
+}
+
+#[test]
+fn rtc_frames_through_the_emulated_path() {
+    for peer in ["quic-go", "aioquic", "ngtcp2"] {
+        rtc_through_path(peer, peer);
+    }
+    // The RTC protocol is the same in all three: across stacks too.
+    rtc_through_path("quic-go", "ngtcp2");
+    rtc_through_path("ngtcp2", "aioquic");
 }

@@ -436,13 +436,14 @@ fn run_peers(
     let run = crate::peers::peers_run()
         .ok_or("peers/run not found (run from the repository, or set PEPKIT_PEERS_RUN)")?;
     let run = run.to_string_lossy().into_owned();
-    let listen = peers.server.to_string();
+    let mut server_args = vec![peers.server_stack.name().to_string()];
+    server_args.extend(peers.server_args());
     let server = emu::Process::spawn(
         "server",
         Some(&testbed.server().netns),
         limit + Duration::from_secs(10),
         &run,
-        &[peers.server_stack.name(), "server", "--listen", &listen],
+        &server_args,
     )
     .map_err(|e| format!("server: {e}"))?;
     // The peers print "ready" within a second or so (aioquic is the
