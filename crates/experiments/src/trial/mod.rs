@@ -99,7 +99,11 @@ impl Prepared {
     /// bottleneck has a utilisation too.
     pub(crate) fn bottleneck_mbps(&self, window: Window) -> Option<f64> {
         let name = &self.scenario.bottleneck()?.name;
-        let index = self.scenario.path.iter().position(|hop| &hop.name == name)?;
+        let index = self
+            .scenario
+            .path
+            .iter()
+            .position(|hop| &hop.name == name)?;
         match &self.hops.get(index)?.forward.capacity {
             netsim::Capacity::Constant(rate) => Some(rate.bits_per_sec() as f64 / 1e6),
             netsim::Capacity::Trace(trace) if window.seconds() > 0.0 => {
