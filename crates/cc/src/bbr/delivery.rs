@@ -38,7 +38,14 @@ pub struct RateSample {
 /// The sampler of one connection.
 #[derive(Clone, Debug, Default)]
 pub struct DeliveryRate {
+    /// Sent packets in the order they were sent (so by send time). Finished
+    /// records leave from the front, and all of them at once when they are
+    /// most of the queue: a record that is never finished (a packet of
+    /// discarded handshake keys) holds the front for 10 s, and the queue
+    /// behind it must not grow to 10 s of packets.
     sent: VecDeque<Sent>,
+    /// How many records in `sent` are finished.
+    done: usize,
     delivered: u64,
     delivered_time: Option<Instant>,
     first_sent_time: Option<Instant>,
@@ -68,6 +75,10 @@ impl DeliveryRate {
             self.first_sent_time = Some(now);
             self.delivered_time = Some(now);
         }
+        debug_assert!(
+            self.sent.back().is_none_or(|last| last.at <= now),
+            "sent out of order"
+        );
         self.sent.push_back(Sent {
             pn,
             at: now,
@@ -87,19 +98,26 @@ impl DeliveryRate {
         self.app_limited_until = (self.delivered + self.in_flight).max(1);
     }
 
+    /// The oldest unfinished record of `pn`, sent at `sent` if given.
+    /// Packet numbers repeat across QUIC's number spaces, hence the time;
+    /// with it the search starts at the first record sent then.
     fn find(&mut self, pn: u64, sent: Option<Instant>) -> Option<&mut Sent> {
-        self.sent
-            .iter_mut()
-            .find(|p| !p.done && p.pn == pn && sent.is_none_or(|at| at == p.at))
+        let from = sent.map_or(0, |at| self.sent.partition_point(|p| p.at < at));
+        let found = self
+            .sent
+            .range_mut(from..)
+            .take_while(|p| sent.is_none_or(|at| p.at == at))
+            .find(|p| !p.done && p.pn == pn)?;
+        found.done = true;
+        self.done += 1;
+        Some(found)
     }
 
     /// Packet `pn`, sent at `sent`, was acknowledged at `now`.
     pub fn on_acked(&mut self, now: Instant, pn: u64, sent: Instant) {
-        let Some(packet) = self.find(pn, Some(sent)) else {
+        let Some(&mut packet) = self.find(pn, Some(sent)) else {
             return;
         };
-        packet.done = true;
-        let packet = *packet;
         self.in_flight = self.in_flight.saturating_sub(packet.bytes);
         self.delivered += packet.bytes;
         self.delivered_time = Some(now);
@@ -116,7 +134,6 @@ impl DeliveryRate {
     pub fn on_lost(&mut self, pn: u64, now: Instant) -> u64 {
         let mut lost = 0;
         if let Some(packet) = self.find(pn, None) {
-            packet.done = true;
             lost = packet.bytes;
             self.in_flight = self.in_flight.saturating_sub(lost);
         }
@@ -125,18 +142,23 @@ impl DeliveryRate {
     }
 
     /// Drops finished records at the front, and records so old that no
-    /// callback will come for them (packets of discarded handshake keys).
+    /// callback will come for them (packets of discarded handshake keys);
+    /// drops every finished record once they are most of the queue.
     fn prune(&mut self, now: Instant) {
         while let Some(front) = self.sent.front() {
             let stale = now.saturating_duration_since(front.at) > Duration::from_secs(10);
-            if front.done || stale {
-                if !front.done {
-                    self.in_flight = self.in_flight.saturating_sub(front.bytes);
-                }
-                self.sent.pop_front();
+            if front.done {
+                self.done -= 1;
+            } else if stale {
+                self.in_flight = self.in_flight.saturating_sub(front.bytes);
             } else {
                 break;
             }
+            self.sent.pop_front();
+        }
+        if self.done > 64 && self.done * 2 > self.sent.len() {
+            self.sent.retain(|p| !p.done);
+            self.done = 0;
         }
     }
 
@@ -194,5 +216,26 @@ mod tests {
         assert_eq!(sample.rtt, Duration::from_millis(30));
         assert_eq!(rate.in_flight(), 0);
         assert_eq!(rate.delivered(), 1_200_000);
+    }
+
+    #[test]
+    fn a_record_never_finished_does_not_grow_the_queue_behind_it() {
+        let t0 = Instant::now();
+        let us = |u: u64| t0 + Duration::from_micros(u);
+        let mut rate = DeliveryRate::default();
+        // A handshake packet whose keys are discarded: never acknowledged.
+        rate.on_sent(us(0), 0, 1200);
+        for pn in 1..20_000 {
+            rate.on_sent(us(pn * 100), pn, 1200);
+            rate.on_acked(us(pn * 100 + 50), pn, us(pn * 100));
+            assert!(rate.sent.len() <= 130, "{} records kept", rate.sent.len());
+        }
+        // Packet numbers repeat across number spaces: the send time tells
+        // them apart.
+        rate.on_sent(us(3_000_000), 1, 1000);
+        rate.on_sent(us(3_000_001), 1, 900);
+        assert_eq!(rate.on_lost(1, us(3_000_002)), 1000);
+        assert_eq!(rate.on_lost(1, us(3_000_002)), 900);
+        assert_eq!(rate.on_lost(1, us(3_000_002)), 0);
     }
 }

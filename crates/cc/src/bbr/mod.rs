@@ -121,7 +121,10 @@ pub struct Bbr {
     mss: u64,
     mode: Mode,
     rate: DeliveryRate,
-    /// (round, bytes/s) keeping the maximum over [`BTLBW_ROUNDS`].
+    /// (round, bytes/s) keeping the maximum over [`BTLBW_ROUNDS`]: a
+    /// monotonic queue, each sample larger than every later one, so the
+    /// maximum is the front (a sample that a later, larger one outlives can
+    /// never be the maximum).
     btlbw: VecDeque<(u64, f64)>,
     rtprop: Option<(Duration, Instant)>,
     round: u64,
@@ -230,7 +233,7 @@ impl Bbr {
 
     /// BtlBw, bytes/s.
     pub fn btlbw(&self) -> f64 {
-        self.btlbw.iter().map(|&(_, b)| b).fold(0.0, f64::max)
+        self.btlbw.front().map_or(0.0, |&(_, b)| b)
     }
 
     /// RTprop.
@@ -361,6 +364,13 @@ impl Bbr {
             self.conserving = false;
         }
         if !sample.app_limited || sample.bytes_per_sec >= self.btlbw() {
+            while self
+                .btlbw
+                .back()
+                .is_some_and(|&(_, b)| b <= sample.bytes_per_sec)
+            {
+                self.btlbw.pop_back();
+            }
             self.btlbw.push_back((self.round, sample.bytes_per_sec));
         }
         while self
