@@ -310,3 +310,59 @@ flows = [{ name = "A", alone = true }, { name = "B", controller = "ledbat", star
     let by_itself = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
     assert_eq!(by_itself.trials[0][0], *ledbat);
 }
+
+/// On a trace-driven bottleneck the utilisation is the flows' throughput
+/// over the capacity the trace offers in the window: here 1 packet a
+/// millisecond for the first second of each 2-second period, 2 for the
+/// second, so the window 1-2 s offers 1 + 999 · 2 opportunities.
+#[test]
+fn utilization_over_a_trace_is_over_its_capacity_in_the_window() {
+    let dir = std::env::temp_dir().join(format!("pepkit-trace-util-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut trace = String::new();
+    for ms in 1..=2000u32 {
+        let per_ms = if ms <= 1000 { 1 } else { 2 };
+        for _ in 0..per_ms {
+            trace.push_str(&format!("{ms}\n"));
+        }
+    }
+    std::fs::write(dir.join("step.trace"), trace).unwrap();
+    let text = r#"
+name = "trace-utilization"
+title = "one flow on a trace"
+trials = 1
+time_limit = "2s"
+measure = { from = "1s", until = "2s" }
+path = ["near", "cell"]
+[client]
+addr = "10.0.2.10"
+[server]
+addr = "10.0.1.10"
+[hops.near]
+delay = "1ms"
+rate = "1Gbit/s"
+[hops.cell]
+delay = "5ms"
+trace = "step.trace"
+rate = "1Gbit/s"
+buffer = { kind = "drop_tail", packets = 100 }
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "2s"
+[[flows]]
+name = "A"
+"#;
+    let file = ScenarioFile::parse(text, dir.join("scenario.toml")).unwrap();
+    let results = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let m = &results.trials[0][0].metrics;
+    let capacity_mbps = (1.0 + 999.0 * 2.0) * 1500.0 * 8.0 / 1e6;
+    let throughput = m["throughput_mbps_a"];
+    assert!(throughput > 5.0, "{m:?}");
+    assert!(
+        (m["utilization"] * capacity_mbps - throughput).abs() < 1e-9,
+        "{} × {capacity_mbps} vs {throughput}",
+        m["utilization"]
+    );
+}

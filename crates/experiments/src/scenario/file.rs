@@ -318,7 +318,8 @@ fn parse_variant(
 
 fn parse_sweep(path: &Path, context: &str, value: toml::Value) -> Result<Sweep, ScenarioError> {
     let hint = "(sweep = { field = \"hops.near.loss\", values = [0, 0.01] }: a dotted field, \
-                its numeric values and optionally their `unit`, such as \"ms\", and fields set \
+                its values (numbers, optionally with their `unit`, such as \"ms\", or \
+                strings) and fields set \
                 `with` them; or a list of such tables, one per dimension)";
     let dimension = |value: toml::Value, at: String| {
         deserialize::<Dimension>(value, |field, message| {

@@ -4,7 +4,9 @@
 //! value at the same position (`sweep = { field = "flows.0.count", values =
 //! [2, 3], with = [{ field = "hops.far.rate", values = [40, 60], unit =
 //! "Mbit/s" }] }`). Fields are dotted paths; a number in a path indexes an
-//! array (`flows.0.count`).
+//! array (`flows.0.count`). Values are numbers, or strings set as written
+//! (`values = ["cellular/ATT-LTE-driving.down", …]`, without a `unit`):
+//! a string's x coordinate is its position in the list (0, 1, …).
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +31,7 @@ pub struct SweepPoint {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Dimension {
     field: String,
-    values: Vec<f64>,
+    values: Vec<Value>,
     #[serde(default)]
     unit: Option<String>,
     /// Fields set along with this one, value for value.
@@ -42,9 +44,34 @@ pub(crate) struct Dimension {
 #[serde(deny_unknown_fields)]
 pub(crate) struct Linked {
     field: String,
-    values: Vec<f64>,
+    values: Vec<Value>,
     #[serde(default)]
     unit: Option<String>,
+}
+
+/// One value of a dimension: a number (with the dimension's `unit`, if
+/// any) or a string, set as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Value {
+    /// A number.
+    Number(f64),
+    /// A string (a trace's name, a controller's).
+    Text(String),
+}
+
+impl Value {
+    /// Its x coordinate at position `i` of its list: the number, or `i`.
+    fn x(&self, i: usize) -> f64 {
+        match self {
+            Value::Number(value) => *value,
+            Value::Text(_) => i as f64,
+        }
+    }
+
+    fn is_text(&self) -> bool {
+        matches!(self, Value::Text(_))
+    }
 }
 
 /// A sweep: one dimension or several.
@@ -104,7 +131,19 @@ impl Sweep {
                     "must be a dotted field such as \"hops.near.loss\"".into(),
                 ));
             }
+            if dimension.unit.is_some() && dimension.values.iter().any(Value::is_text) {
+                return Some((
+                    at("unit"),
+                    "applies to numbers; these values include a string".into(),
+                ));
+            }
             for (j, linked) in dimension.with.iter().enumerate() {
+                if linked.unit.is_some() && linked.values.iter().any(Value::is_text) {
+                    return Some((
+                        at(&format!("with[{j}].unit")),
+                        "applies to numbers; these values include a string".into(),
+                    ));
+                }
                 if linked.values.len() != dimension.values.len() {
                     return Some((
                         at(&format!("with[{j}].values")),
@@ -144,7 +183,7 @@ impl Sweep {
         for (d, dimension) in dimensions.iter().enumerate() {
             let mut next = Vec::with_capacity(points.len() * dimension.values.len());
             for point in &points {
-                for (i, &value) in dimension.values.iter().enumerate() {
+                for (i, value) in dimension.values.iter().enumerate() {
                     let unit = dimension.unit.as_deref();
                     let words = format!("{} = {}", leaf(&dimension.field), text(value, unit));
                     let mut fields = point.fields.clone();
@@ -153,7 +192,7 @@ impl Sweep {
                         let linked_unit = linked.unit.as_deref();
                         fields.push((
                             linked.field.clone(),
-                            toml_value(linked.values[i], linked_unit),
+                            toml_value(&linked.values[i], linked_unit),
                         ));
                     }
                     let join = |a: &str, b: &str| {
@@ -166,7 +205,7 @@ impl Sweep {
                     next.push(Point {
                         label: join(&point.label, &words),
                         fields,
-                        x: if d == 0 { value } else { point.x },
+                        x: if d == 0 { value.x(i) } else { point.x },
                         rest: if d == 0 {
                             String::new()
                         } else {
@@ -189,14 +228,22 @@ fn leaf(field: &str) -> &str {
     field.rsplit('.').next().unwrap_or(field)
 }
 
-/// A value as a name shows it: `20Mbit/s`, `0.2`.
-fn text(value: f64, unit: Option<&str>) -> String {
-    format!("{value}{}", unit.unwrap_or(""))
+/// A value as a name shows it: `20Mbit/s`, `0.2`, `cellular/ATT-LTE-driving.down`.
+fn text(value: &Value, unit: Option<&str>) -> String {
+    match value {
+        Value::Number(value) => format!("{value}{}", unit.unwrap_or("")),
+        Value::Text(text) => text.clone(),
+    }
 }
 
 /// A value as the file would write it: a quantity with its unit, a whole
-/// number as an integer (so integer fields can be swept), else a float.
-fn toml_value(value: f64, unit: Option<&str>) -> toml::Value {
+/// number as an integer (so integer fields can be swept), else a float; a
+/// string as it is.
+fn toml_value(value: &Value, unit: Option<&str>) -> toml::Value {
+    let value = match value {
+        Value::Text(text) => return toml::Value::String(text.clone()),
+        Value::Number(value) => *value,
+    };
     match unit {
         Some(unit) => toml::Value::String(format!("{value}{unit}")),
         None if value.fract() == 0.0 && value.abs() < 1e15 => toml::Value::Integer(value as i64),
@@ -299,6 +346,27 @@ mod tests {
             points[2].fields[1].1,
             toml::Value::String("60Mbit/s".into())
         );
+    }
+
+    #[test]
+    fn strings_are_set_as_written_at_their_positions() {
+        let table: toml::Table = toml::from_str(
+            r#"sweep = { field = "hops.c.trace", values = ["a.up", "b.down"], with = [{ field = "hops.c.reverse_trace", values = ["a.down", "b.up"] }, { field = "hops.w.delay", values = [5, 20], unit = "ms" }] }"#,
+        )
+        .unwrap();
+        let sweep = Sweep::One(table["sweep"].clone().try_into().unwrap());
+        assert!(sweep.problem().is_none());
+        let points = sweep.points();
+        assert_eq!(points[1].label, "trace = b.down");
+        assert_eq!(points[1].x, 1.0);
+        assert_eq!(points[1].fields[0].1, toml::Value::String("b.down".into()));
+        assert_eq!(points[1].fields[1].1, toml::Value::String("b.up".into()));
+        assert_eq!(points[0].fields[2].1, toml::Value::String("5ms".into()));
+        let with_unit: toml::Table =
+            toml::from_str(r#"sweep = { field = "hops.c.trace", values = ["a", 2], unit = "ms" }"#)
+                .unwrap();
+        let sweep = Sweep::One(with_unit["sweep"].clone().try_into().unwrap());
+        assert_eq!(sweep.problem().map(|(field, _)| field), Some("unit".into()));
     }
 
     #[test]

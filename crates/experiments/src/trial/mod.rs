@@ -16,7 +16,7 @@ mod sim;
 
 pub use real::testbed_spec;
 
-use crate::outcome::{FlowNames, Mode, TrialResult, jain_index};
+use crate::outcome::{FlowNames, Mode, TrialResult, Window, jain_index};
 use crate::scenario::{Scenario, ScenarioError, Traffic};
 use crate::systems::Topology;
 use crate::workloads::FlowView;
@@ -91,6 +91,28 @@ impl Prepared {
     /// The hops' link configurations, client first.
     pub(crate) fn hops(&self) -> &[HopConfig] {
         &self.hops
+    }
+
+    /// The bottleneck's mean client → server capacity over `window`, in
+    /// Mbit/s: its rate, or what its trace offers in that time (one
+    /// 1500-byte packet per opportunity), so that a trace-driven
+    /// bottleneck has a utilisation too.
+    pub(crate) fn bottleneck_mbps(&self, window: Window) -> Option<f64> {
+        let name = &self.scenario.bottleneck()?.name;
+        let index = self
+            .scenario
+            .path
+            .iter()
+            .position(|hop| &hop.name == name)?;
+        match &self.hops.get(index)?.forward.capacity {
+            netsim::Capacity::Constant(rate) => Some(rate.bits_per_sec() as f64 / 1e6),
+            netsim::Capacity::Trace(trace) if window.seconds() > 0.0 => {
+                let opportunities = trace.opportunities_between(window.from, window.until);
+                let bits = opportunities as f64 * f64::from(CapacityTrace::OPPORTUNITY_BYTES) * 8.0;
+                Some(bits / window.seconds() / 1e6)
+            }
+            netsim::Capacity::Trace(_) | netsim::Capacity::Unlimited => None,
+        }
     }
 
     /// Runs trial `trial` of variant `variant` in `mode`; with flows
@@ -269,11 +291,12 @@ pub(crate) struct FlowMeta {
 /// Reads the system's, the workload's and the controllers' results out of
 /// a finished trial.
 pub(crate) fn collect(
-    scenario: &Scenario,
+    prepared: &Prepared,
     flows: &[FlowMeta],
     engines: &dyn Engines,
     result: &mut TrialResult,
 ) {
+    let scenario = prepared.scenario();
     let system = scenario.middle.system();
     let middle = engines.middle();
     system.collect(middle, result);
@@ -327,7 +350,7 @@ pub(crate) fn collect(
         Topology::Dumbbell => add_shares(flows, &outcomes, result),
     }
     if scenario.measure.is_some() {
-        add_window_metrics(scenario, flows, result);
+        add_window_metrics(prepared, flows, result);
     }
     add_group_means(flows, result);
     system.derive(middle, result);
@@ -402,14 +425,19 @@ fn add_group_means(flows: &[FlowMeta], result: &mut TrialResult) {
 
 /// With a measurement window: Jain's index over the flows' throughputs
 /// in it (`jain_index_window`), their joint utilisation of the bottleneck
-/// (`utilization`), and each flow's 95th-percentile inflation ratio,
+/// (`utilization`: over its rate, or over the mean capacity its trace
+/// offers in the window), and each flow's 95th-percentile inflation ratio,
 /// (p95 RTT − base RTT) / (buffer / bottleneck rate), the paper's §6.1.1
 /// measure of buffer occupancy, with the flow's smallest RTT as its base
 /// (`inflation_p95`). Jain's index and the utilisation also for each
 /// phase of the window (`jain_index_<phase>`, `utilization_<phase>`).
-fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut TrialResult) {
+fn add_window_metrics(prepared: &Prepared, flows: &[FlowMeta], result: &mut TrialResult) {
+    let scenario = prepared.scenario();
     let metric = |result: &TrialResult, flow: &FlowMeta, name: &str| {
         result.metrics.get(&flow.names.metric(name)).copied()
+    };
+    let Some(whole) = scenario.measure else {
+        return;
     };
     let bottleneck = scenario.bottleneck();
     let rate = bottleneck
@@ -419,17 +447,19 @@ fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut Tria
     // `utilization_<phase>`).
     let windows = std::iter::once((
         "",
+        whole,
         "jain_index_window".to_string(),
         "utilization".to_string(),
     ))
     .chain(scenario.phases.iter().map(|phase| {
         (
             phase.name.as_str(),
+            phase.window,
             format!("jain_index_{}", phase.name),
             format!("utilization_{}", phase.name),
         )
     }));
-    for (phase, jain, utilization) in windows {
+    for (phase, window, jain, utilization) in windows {
         let throughput = match phase {
             "" => "throughput_mbps".to_string(),
             phase => format!("throughput_mbps_{phase}"),
@@ -442,8 +472,8 @@ fn add_window_metrics(scenario: &Scenario, flows: &[FlowMeta], result: &mut Tria
             if flows.len() > 1 {
                 result.set(jain, jain_index(throughputs.iter().copied()));
             }
-            if let Some(rate) = rate {
-                result.set(utilization, throughputs.iter().sum::<f64>() / rate);
+            if let Some(capacity) = prepared.bottleneck_mbps(window) {
+                result.set(utilization, throughputs.iter().sum::<f64>() / capacity);
             }
         }
     }

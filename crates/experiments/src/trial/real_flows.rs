@@ -254,7 +254,7 @@ pub(super) fn run_hosts(
         middle,
     };
     let metas: Vec<FlowMeta> = metas.into_iter().map(|(meta, _)| meta).collect();
-    collect(scenario, &metas, &ran, &mut result);
+    collect(prepared, &metas, &ran, &mut result);
     if send_errors > 0 {
         result.set("socket_send_errors", send_errors as f64);
     }

@@ -149,7 +149,7 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         sim: &sim,
         built: &built,
     };
-    collect(scenario, &metas, &engines, &mut result);
+    collect(prepared, &metas, &engines, &mut result);
     if let Some((client, server)) = around {
         let e2e_rtt = prepared
             .hops()
