@@ -343,6 +343,17 @@ pub struct Window {
     pub until: Time,
 }
 
+/// How each flow's RTT samples are grouped and compared
+/// (`measure.rtt_intervals`, `measure.rtt_resolution`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RttIntervals {
+    /// The intervals' length, in send time.
+    pub length: std::time::Duration,
+    /// The RTT measurement's resolution: two intervals' values closer
+    /// than what it can resolve are equal (zero: full resolution).
+    pub resolution: std::time::Duration,
+}
+
 /// A named part of the measurement window (`measure.phases`): each flow's
 /// throughput in it is `throughput_mbps_<name>_<flow>`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,15 +12,29 @@
 //! `rtt_gradient_abs[_<phase>]`, and for each phase after the first the
 //! *confusion probability* of each metric against the first phase, in
 //! percent: over all pairs of one interval of the first phase (calm) and
-//! one of this phase (busy), the share in which the busy interval has the
-//! strictly smaller value (`rtt_confusion_deviation_pct_<phase>`,
-//! `rtt_confusion_gradient_pct_<phase>`), and the share in which the two
-//! are equal (`rtt_ties_deviation_pct_<phase>`, `_gradient_`), and the
-//! first over the second (`rtt_confusion_ratio_<phase>`): the paper
-//! counts only "smaller", and equal values are common in a simulator,
-//! whose idle path has no noise at all.
+//! one of this phase (busy), the probability that the busy interval has
+//! the smaller value, a tie counting half
+//! (`rtt_confusion_deviation_pct_<phase>`,
+//! `rtt_confusion_gradient_pct_<phase>`); the share of ties
+//! (`rtt_ties_deviation_pct_<phase>`, `_gradient_`); and the deviation's
+//! confusion over the gradient's (`rtt_confusion_ratio_<phase>`).
+//!
+//! The paper counts the pairs in which the busy value is "smaller"; its
+//! testbed's RTTs were noisy, so it had no ties. A simulator's idle path
+//! has no noise at all, so ties are common, and they are decided at the
+//! resolution of the RTT measurement (`measure.rtt_resolution`; full
+//! resolution by default). At the simulator's nanoseconds two idle
+//! intervals differ by a few nanoseconds and one is "smaller" by chance;
+//! an instrument that measures RTTs to the microsecond, as Linux and
+//! PCC-Uspace do, sees them equal. With a resolution r, deviations closer
+//! than r are equal, and so are gradients closer than r over the
+//! interval's length L (a slope fitted to samples known to r over L is
+//! not known better than about r/L). A tie counts half, as if noise below
+//! the resolution broke it at random: counting ties as "not smaller"
+//! would make every idle interval a success that noise would make a coin
+//! flip. Without ties this is the paper's definition.
 
-use crate::outcome::{FlowNames, Phase, TrialResult, Window};
+use crate::outcome::{FlowNames, Phase, RttIntervals, TrialResult, Window};
 use cc::pcc::monitor::Regression;
 use std::time::Duration;
 
@@ -68,9 +82,10 @@ pub(crate) fn intervals(
 }
 
 /// Over all pairs (one of `calm`, one of `busy`): the fraction in which
-/// the busy value is strictly smaller, and the fraction in which the two
-/// are equal (`None` if either is empty).
-pub(crate) fn confusion(calm: &[f64], busy: &[f64]) -> Option<(f64, f64)> {
+/// the busy value is smaller by more than `resolution`, and the fraction
+/// in which the two are within it of each other, i.e. equal (`None` if
+/// either is empty).
+pub(crate) fn confusion(calm: &[f64], busy: &[f64], resolution: f64) -> Option<(f64, f64)> {
     if calm.is_empty() || busy.is_empty() {
         return None;
     }
@@ -79,8 +94,8 @@ pub(crate) fn confusion(calm: &[f64], busy: &[f64]) -> Option<(f64, f64)> {
     let (mut smaller, mut equal) = (0u64, 0u64);
     for &b in busy {
         // Calm values above b, and equal to it.
-        let at_most = sorted.partition_point(|&c| c <= b);
-        let below = sorted.partition_point(|&c| c < b);
+        let at_most = sorted.partition_point(|&c| c <= b + resolution);
+        let below = sorted.partition_point(|&c| c < b - resolution);
         smaller += (sorted.len() - at_most) as u64;
         equal += (at_most - below) as u64;
     }
@@ -96,8 +111,13 @@ pub(crate) fn add(
     record: Option<&quic::ConnRecord>,
     window: Window,
     phases: &[Phase],
-    length: Duration,
+    grouping: RttIntervals,
 ) {
+    let RttIntervals { length, resolution } = grouping;
+    // The values are compared in the units they are reported in: the
+    // deviation in milliseconds, the gradient as a ratio (module docs).
+    let deviation_resolution = resolution.as_secs_f64() * 1000.0;
+    let gradient_resolution = resolution.as_secs_f64() / length.as_secs_f64();
     let Some(record) = record else {
         return;
     };
@@ -123,21 +143,32 @@ pub(crate) fn add(
         result.set(named("rtt_intervals"), stats.len() as f64);
         if let Some((calm_deviations, calm_gradients)) = &calm {
             let pairs = [
-                ("deviation", confusion(calm_deviations, &deviations)),
-                ("gradient", confusion(calm_gradients, &gradients)),
+                (
+                    "deviation",
+                    confusion(calm_deviations, &deviations, deviation_resolution),
+                ),
+                (
+                    "gradient",
+                    confusion(calm_gradients, &gradients, gradient_resolution),
+                ),
             ];
+            // A tie counts half (module docs).
+            let probability = |(smaller, equal): (f64, f64)| smaller + equal / 2.0;
             // The deviation's confusion over the gradient's (the paper's
             // claim is that the first is far smaller: 0.6% against 8.0%).
-            if let [(_, Some((deviation, _))), (_, Some((gradient, _)))] = pairs
-                && gradient > 0.0
+            if let [(_, Some(deviation)), (_, Some(gradient))] = pairs
+                && probability(gradient) > 0.0
             {
-                result.set(named("rtt_confusion_ratio"), deviation / gradient);
+                result.set(
+                    named("rtt_confusion_ratio"),
+                    probability(deviation) / probability(gradient),
+                );
             }
             for (metric, found) in pairs {
                 if let Some((smaller, equal)) = found {
                     result.set(
                         named(&format!("rtt_confusion_{metric}_pct")),
-                        100.0 * smaller,
+                        100.0 * probability((smaller, equal)),
                     );
                     result.set(named(&format!("rtt_ties_{metric}_pct")), 100.0 * equal);
                 }
@@ -197,11 +228,31 @@ mod tests {
         let busy = [0.5, 2.0, 4.0, 5.0];
         // Pairs with busy < calm: 0.5 under all three; 2.0 under 3.0: 4 of
         // 12. Equal: (2.0, 2.0): 1 of 12.
-        let (smaller, equal) = confusion(&calm, &busy).unwrap();
+        let (smaller, equal) = confusion(&calm, &busy, 0.0).unwrap();
         assert!((smaller - 4.0 / 12.0).abs() < 1e-12);
         assert!((equal - 1.0 / 12.0).abs() < 1e-12);
-        assert_eq!(confusion(&calm, &[]), None);
+        assert_eq!(confusion(&calm, &[], 0.0), None);
         // Every busy value above every calm one: no confusion.
-        assert_eq!(confusion(&calm, &[9.0, 10.0]), Some((0.0, 0.0)));
+        assert_eq!(confusion(&calm, &[9.0, 10.0], 0.0), Some((0.0, 0.0)));
+    }
+
+    #[test]
+    fn values_within_the_resolution_are_equal_not_smaller() {
+        // Idle intervals a few nanoseconds apart (in ms), and one busy
+        // interval clearly above them.
+        let calm = [0.290_43, 0.290_47, 0.290_50];
+        let busy = [0.290_44, 0.290_48, 0.45];
+        // At full resolution 0.29044 is under two calm values and 0.29048
+        // under one: 3 of 9 pairs "smaller"; no ties.
+        let (smaller, equal) = confusion(&calm, &busy, 0.0).unwrap();
+        assert!((smaller - 3.0 / 9.0).abs() < 1e-12);
+        assert_eq!(equal, 0.0);
+        // At 1 µs (0.001 ms) the six idle pairs are ties, none smaller.
+        let (smaller, equal) = confusion(&calm, &busy, 0.001).unwrap();
+        assert_eq!(smaller, 0.0);
+        assert!((equal - 6.0 / 9.0).abs() < 1e-12);
+        // A busy value smaller by more than the resolution still counts.
+        let (smaller, _) = confusion(&calm, &[0.2885], 0.001).unwrap();
+        assert_eq!(smaller, 1.0);
     }
 }

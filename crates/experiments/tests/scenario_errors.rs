@@ -628,3 +628,32 @@ fn measurement_phases_lie_in_the_window_under_distinct_metric_safe_names() {
         &["measure.phases[0].name", "taken"],
     );
 }
+
+#[test]
+fn rtt_intervals_and_their_resolution_are_checked_by_field() {
+    let timed = BASE.replace("size = \"1MB\"", "duration = \"10s\"");
+    let with = |measure: &str| {
+        format!(
+            "time_limit = \"10s\"\nmeasure = {{ from = \"2s\", until = \"8s\"{measure} }}\n{timed}"
+        )
+    };
+    let ok = with(", rtt_intervals = \"90ms\", rtt_resolution = \"1us\"");
+    ScenarioFile::parse(&ok, PathBuf::from("ok.toml")).unwrap();
+    assert_mentions(
+        &error(&with(", rtt_intervals = \"10s\"")),
+        &["measure.rtt_intervals", "shorter than the window"],
+    );
+    assert_mentions(
+        &error(&with(", rtt_resolution = \"1us\"")),
+        &["measure.rtt_resolution", "needs measure.rtt_intervals"],
+    );
+    assert_mentions(
+        &error(&with(
+            ", rtt_intervals = \"90ms\", rtt_resolution = \"90ms\"",
+        )),
+        &[
+            "measure.rtt_resolution",
+            "shorter than measure.rtt_intervals",
+        ],
+    );
+}

@@ -79,9 +79,9 @@ pub struct Scenario {
     pub measure: Option<Window>,
     /// Named parts of the window, each measured on its own as well.
     pub phases: Vec<Phase>,
-    /// Each flow's RTT statistics over intervals of this much send time
-    /// (`measure.rtt_intervals`).
-    pub rtt_intervals: Option<std::time::Duration>,
+    /// Each flow's RTT statistics over intervals of send time
+    /// (`measure.rtt_intervals`, `measure.rtt_resolution`).
+    pub rtt_intervals: Option<crate::outcome::RttIntervals>,
     /// QUIC's flow-control and send windows, bytes (`None`: sized from
     /// the path).
     pub transport_window: Option<u64>,

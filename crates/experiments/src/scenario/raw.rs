@@ -70,6 +70,10 @@ pub(crate) struct RawMeasure {
     /// time (RTT deviation and gradient per interval).
     #[serde(default)]
     pub rtt_intervals: Option<Span>,
+    /// The RTT measurement's resolution for comparing intervals (with
+    /// `rtt_intervals`; default: full resolution).
+    #[serde(default)]
+    pub rtt_resolution: Option<Span>,
 }
 
 /// One named part of the measurement window.

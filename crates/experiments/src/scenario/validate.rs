@@ -210,13 +210,16 @@ impl RawScenario {
         }))
     }
 
-    /// The interval length of `measure.rtt_intervals`: positive and
-    /// shorter than the window.
-    fn rtt_intervals(&self) -> Result<Option<std::time::Duration>, Problem> {
+    /// `measure.rtt_intervals` (positive and shorter than the window) and
+    /// `measure.rtt_resolution` (only with it, shorter than an interval).
+    fn rtt_intervals(&self) -> Result<Option<crate::outcome::RttIntervals>, Problem> {
         let Some(raw) = &self.measure else {
             return Ok(None);
         };
         let Some(length) = raw.rtt_intervals else {
+            if raw.rtt_resolution.is_some() {
+                return fail("measure.rtt_resolution", "needs measure.rtt_intervals");
+            }
             return Ok(None);
         };
         if length.0.is_zero() || length.0 >= raw.until.0.saturating_sub(raw.from.0) {
@@ -225,7 +228,19 @@ impl RawScenario {
                 "must be positive and shorter than the window",
             );
         }
-        Ok(Some(length.0))
+        let resolution = raw
+            .rtt_resolution
+            .map_or(std::time::Duration::ZERO, |r| r.0);
+        if resolution >= length.0 {
+            return fail(
+                "measure.rtt_resolution",
+                "must be shorter than measure.rtt_intervals",
+            );
+        }
+        Ok(Some(crate::outcome::RttIntervals {
+            length: length.0,
+            resolution,
+        }))
     }
 
     /// The measurement window's named phases: each within the window, of

@@ -170,8 +170,8 @@ impl WorkloadKind for Bulk {
         add_sender(result, names, sender);
         if let Some(window) = view.measure {
             add_rtts(result, names, sender);
-            if let Some(length) = view.rtt_intervals {
-                crate::rtt_intervals::add(result, names, sender, window, view.phases, length);
+            if let Some(grouping) = view.rtt_intervals {
+                crate::rtt_intervals::add(result, names, sender, window, view.phases, grouping);
             }
             let (log, total) = match self.direction {
                 BulkDirection::Upload => server

@@ -141,9 +141,9 @@ pub(crate) struct FlowView<'a> {
     pub time_limit: netsim::Time,
     /// Its named phases, each measured on its own as well.
     pub phases: &'a [crate::outcome::Phase],
-    /// The length of the intervals each flow's RTTs are grouped in, if
-    /// asked (`measure.rtt_intervals`).
-    pub rtt_intervals: Option<Duration>,
+    /// How each flow's RTTs are grouped in intervals, if asked
+    /// (`measure.rtt_intervals`).
+    pub rtt_intervals: Option<crate::outcome::RttIntervals>,
 }
 
 /// What a finished flow achieved, for figures across flows.
