@@ -18,8 +18,18 @@
 //!
 //! * `protected`: that traffic (connection lookup, flowlet record, reply
 //!   assignment and matching, inference, retransmission, timers);
+//! * `fresh`: `protected` with each payload a fresh copy made before
+//!   timing, as the daemon's in-path driver hands them over (a clone of
+//!   such a `Bytes` allocates, and the engine frees it);
+//! * `cold`: `fresh` with L1 and L2 evicted before each datagram (an 8 MiB
+//!   read, untimed), one datagram per sample: the daemon's conditions,
+//!   where packets arrive ~1 ms apart after a wake-up; `cold_nothing` is
+//!   the same sample around nothing;
 //! * `untracked`: UDP of no connection (a lookup miss and a header walk);
 //! * `clone_datagram`: the clone and drop of the prepared datagram alone.
+//!
+//! A counting allocator ([`divan::AllocProfiler`]) reports allocations
+//! per iteration beside the times.
 
 use bytes::Bytes;
 use divan::counter::ItemsCount;
@@ -32,6 +42,10 @@ use std::time::Duration;
 fn main() {
     divan::main();
 }
+
+/// Counts allocations: divan reports them per iteration (per packet).
+#[global_allocator]
+static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
 
 const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 1, 10)), 4433);
 const FLOWLET: u32 = 20;
@@ -136,19 +150,64 @@ fn schedule(conns: u32) -> Vec<Event> {
     events
 }
 
-/// The engine, the schedule, and where it is.
-struct Driver {
-    pemi: Pemi,
+/// The schedule, and where it is: the datagrams in order.
+struct Feed {
     events: Vec<Event>,
     data: Vec<Bytes>,
     acks: Vec<Bytes>,
     next: usize,
     base: Time,
     period: Duration,
+    /// Each payload a fresh copy, as the daemon's in-path driver makes
+    /// (`Bytes::copy_from_slice` of its receive buffer), rather than a
+    /// clone of a shared one.
+    fresh: bool,
+}
+
+impl Feed {
+    /// The next datagram: when, from where, and it.
+    fn next(&mut self) -> (Time, Interface, Datagram) {
+        let e = self.events[self.next];
+        let now = self.base + e.at;
+        self.next += 1;
+        if self.next == self.events.len() {
+            self.next = 0;
+            self.base += self.period;
+        }
+        let c = client(e.conn);
+        let (side, src, dst, payload) = if e.from_server {
+            (Interface(1), SERVER, c, &self.data[(e.index % 64) as usize])
+        } else {
+            (Interface(0), c, SERVER, &self.acks[(e.index % 64) as usize])
+        };
+        let payload = if self.fresh {
+            Bytes::copy_from_slice(payload)
+        } else {
+            payload.clone()
+        };
+        (now, side, Datagram::new(src, dst, payload))
+    }
+}
+
+/// One datagram through the engine as the drivers do it.
+fn deliver(pemi: &mut Pemi, (now, side, d): (Time, Interface, Datagram)) {
+    if pemi.poll_timeout().is_some_and(|t| t <= now) {
+        pemi.handle_timeout(now);
+    }
+    pemi.handle_datagram(now, side, d);
+    while let Some(t) = pemi.poll_transmit(now) {
+        black_box(t);
+    }
+}
+
+/// The engine and its feed.
+struct Driver {
+    pemi: Pemi,
+    feed: Feed,
 }
 
 impl Driver {
-    fn new(conns: u32) -> Driver {
+    fn new(conns: u32, fresh: bool) -> Driver {
         let mut pemi = Pemi::new(PemiConfig::default());
         // Handshakes: PEMI 40 ms from the server, 2 ms from the clients.
         for conn in 0..conns {
@@ -173,61 +232,49 @@ impl Driver {
             );
         }
         while pemi.poll_transmit(Time::ZERO).is_some() {}
-        let data = (0..64).map(|i| short(false, i, 1200)).collect();
-        let acks = (0..64).map(|i| short(false, 1_000_000 + i, 40)).collect();
         let mut driver = Driver {
             pemi,
-            events: schedule(conns),
-            data,
-            acks,
-            next: 0,
-            base: Time::from_millis(100),
-            period: EVERY * FLOWLETS,
+            feed: Feed {
+                events: schedule(conns),
+                data: (0..64).map(|i| short(false, i, 1200)).collect(),
+                acks: (0..64).map(|i| short(false, 1_000_000 + i, 40)).collect(),
+                next: 0,
+                base: Time::from_millis(100),
+                period: EVERY * FLOWLETS,
+                fresh,
+            },
         };
         // One period of traffic: the dominant direction is decided and the
         // flowlets run.
-        for _ in 0..driver.events.len() {
+        for _ in 0..driver.feed.events.len() {
             driver.step();
         }
         driver
     }
 
-    fn datagram(&self, e: &Event) -> Datagram {
-        let c = client(e.conn);
-        if e.from_server {
-            Datagram::new(SERVER, c, self.data[(e.index % 64) as usize].clone())
-        } else {
-            Datagram::new(c, SERVER, self.acks[(e.index % 64) as usize].clone())
-        }
-    }
-
     fn step(&mut self) {
-        let e = self.events[self.next];
-        let now = self.base + e.at;
-        self.next += 1;
-        if self.next == self.events.len() {
-            self.next = 0;
-            self.base += self.period;
-        }
-        let side = if e.from_server {
-            Interface(1)
-        } else {
-            Interface(0)
-        };
-        let d = self.datagram(&e);
-        if self.pemi.poll_timeout().is_some_and(|t| t <= now) {
-            self.pemi.handle_timeout(now);
-        }
-        self.pemi.handle_datagram(now, side, d);
-        while let Some(t) = self.pemi.poll_transmit(now) {
-            black_box(t);
-        }
+        let input = self.feed.next();
+        deliver(&mut self.pemi, input);
     }
 }
 
+/// Reads every cache line of a buffer twice the size of this machine's
+/// per-core L2 (4 MiB): what the engine touched is out of L1 and L2, as
+/// after the daemon's wake-up, system calls and the other processes that
+/// ran on the core between two packets (~1 ms apart in Figure 13).
+fn evict(sweep: &[u8]) {
+    let mut sum = 0u8;
+    for line in sweep.chunks(64) {
+        sum = sum.wrapping_add(line[0]);
+    }
+    black_box(sum);
+}
+
+const SWEEP: usize = 8 << 20;
+
 #[divan::bench(args = [1, 100, 1000])]
 fn protected(bencher: Bencher<'_, '_>, conns: u32) {
-    let mut driver = Driver::new(conns);
+    let mut driver = Driver::new(conns, false);
     bencher
         .counter(ItemsCount::new(1usize))
         .bench_local(|| driver.step());
@@ -235,9 +282,46 @@ fn protected(bencher: Bencher<'_, '_>, conns: u32) {
     assert!(stats.retransmissions > 0, "{stats:?}");
 }
 
+/// `protected` with a fresh payload per datagram, made before timing.
+#[divan::bench(args = [1, 100, 1000])]
+fn fresh(bencher: Bencher<'_, '_>, conns: u32) {
+    let Driver { mut pemi, mut feed } = Driver::new(conns, true);
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| feed.next())
+        .bench_local_values(|input| deliver(&mut pemi, input));
+    assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
+}
+
+/// `fresh` with the caches evicted before each datagram (untimed): one
+/// datagram per sample, the engine's data cold as in the daemon.
+#[divan::bench(args = [1, 100, 1000], sample_size = 1, sample_count = 3000)]
+fn cold(bencher: Bencher<'_, '_>, conns: u32) {
+    let Driver { mut pemi, mut feed } = Driver::new(conns, true);
+    let sweep = vec![1u8; SWEEP];
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            let input = feed.next();
+            evict(&sweep);
+            input
+        })
+        .bench_local_values(|input| deliver(&mut pemi, input));
+    assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
+}
+
+/// What `cold` measures around nothing: the floor of one cold sample.
+#[divan::bench(sample_size = 1, sample_count = 3000)]
+fn cold_nothing(bencher: Bencher<'_, '_>) {
+    let sweep = vec![1u8; SWEEP];
+    bencher
+        .with_inputs(|| evict(&sweep))
+        .bench_local_values(black_box);
+}
+
 #[divan::bench]
 fn untracked(bencher: Bencher<'_, '_>) {
-    let mut driver = Driver::new(100);
+    let mut driver = Driver::new(100, false);
     let stranger = Datagram::new(client(5000), SERVER, short(false, 7, 1200));
     let mut now = Time::from_secs(100);
     bencher.counter(ItemsCount::new(1usize)).bench_local(|| {

@@ -13,8 +13,7 @@
 use crate::Side;
 use crate::config::PemiConfig;
 use crate::conn::{Asks, Conn, ConnSummary};
-use crate::matching::Scratch;
-use crate::protect::Env;
+use crate::protect::{Env, Work};
 use crate::stats::{PemiStats, Record};
 use crate::wire::{self, LongType, MIN_INITIAL_DATAGRAM};
 use netsim::{Datagram, Interface, Middlebox, Protocol, Time, Transmit};
@@ -56,7 +55,7 @@ struct Parts {
     stats: PemiStats,
     buffered: usize,
     record: Option<Record>,
-    scratch: Scratch,
+    work: Work,
 }
 
 impl Parts {
@@ -68,7 +67,7 @@ impl Parts {
             stats: &mut self.stats,
             buffered: &mut self.buffered,
             record: &mut self.record,
-            scratch: &mut self.scratch,
+            work: &mut self.work,
         }
     }
 }

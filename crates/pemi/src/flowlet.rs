@@ -52,14 +52,60 @@ pub(crate) struct Flowlet {
     pub(crate) buffered: usize,
 }
 
+/// Lists of packets and of reply times retained beyond this many are
+/// freed (each list's capacity is bounded by the flowlet limit N and by
+/// `2 N + 1` replies).
+const POOLED: usize = 64;
+
+/// The emptied lists of finished flowlets, kept for the next ones so that
+/// a flowlet in steady state allocates nothing: shared by all connections,
+/// at most [`POOLED`] of each kind.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    sent: Vec<Vec<Sent>>,
+    replies: Vec<Vec<Time>>,
+}
+
+impl Pool {
+    /// An empty list of reply times (reused when there is one).
+    pub(crate) fn replies(&mut self) -> Vec<Time> {
+        self.replies.pop().unwrap_or_default()
+    }
+
+    /// Takes back a flowlet's lists, emptied (its buffered copies freed).
+    pub(crate) fn recycle(&mut self, flowlet: Flowlet) {
+        let Flowlet {
+            mut sent,
+            mut replies,
+            ..
+        } = flowlet;
+        self.recycle_sent(&mut sent);
+        if replies.capacity() > 0 && self.replies.len() < POOLED {
+            replies.clear();
+            self.replies.push(replies);
+        }
+    }
+
+    fn recycle_sent(&mut self, sent: &mut Vec<Sent>) {
+        let mut sent = std::mem::take(sent);
+        if sent.capacity() > 0 && self.sent.len() < POOLED {
+            sent.clear();
+            self.sent.push(sent);
+        }
+    }
+}
+
 impl Flowlet {
     /// A flowlet starting with `packet`.
-    pub(crate) fn new(packet: Sent) -> Flowlet {
+    pub(crate) fn new(packet: Sent, pool: &mut Pool) -> Flowlet {
         let buffered = packet.copy.as_ref().map_or(0, Bytes::len);
+        let at = packet.at;
+        let mut sent = pool.sent.pop().unwrap_or_default();
+        sent.push(packet);
         Flowlet {
-            first: packet.at,
-            last: packet.at,
-            sent: vec![packet],
+            first: at,
+            last: at,
+            sent,
             replies: Vec::new(),
             count: 1,
             abandoned: false,
@@ -69,7 +115,7 @@ impl Flowlet {
 
     /// Adds a packet; past `max` packets the flowlet is abandoned and its
     /// buffers freed. Returns the change of its buffered bytes.
-    pub(crate) fn push(&mut self, packet: Sent, max: usize) -> isize {
+    pub(crate) fn push(&mut self, packet: Sent, max: usize, pool: &mut Pool) -> isize {
         self.last = packet.at;
         self.count += 1;
         if self.abandoned {
@@ -77,7 +123,7 @@ impl Flowlet {
         }
         if self.count > max {
             self.abandoned = true;
-            self.sent = Vec::new();
+            pool.recycle_sent(&mut self.sent);
             return -(std::mem::take(&mut self.buffered) as isize);
         }
         let added = packet.copy.as_ref().map_or(0, Bytes::len);
@@ -95,16 +141,6 @@ impl Flowlet {
         } else {
             Duration::ZERO
         }
-    }
-
-    /// The send times of its packets.
-    pub(crate) fn times(&self) -> Vec<Time> {
-        self.sent.iter().map(|s| s.at).collect()
-    }
-
-    /// Which of its packets are PEMI's copies.
-    pub(crate) fn copies(&self) -> Vec<bool> {
-        self.sent.iter().map(|s| s.retransmission).collect()
     }
 }
 
@@ -157,13 +193,17 @@ mod tests {
 
     #[test]
     fn a_flowlet_past_n_packets_is_abandoned_and_freed() {
-        let mut f = Flowlet::new(sent(0, 100));
-        assert_eq!(f.push(sent(1, 100), 3), 100);
-        assert_eq!(f.push(sent(2, 100), 3), 100);
+        let pool = &mut Pool::default();
+        let mut f = Flowlet::new(sent(0, 100), pool);
+        assert_eq!(f.push(sent(1, 100), 3, pool), 100);
+        assert_eq!(f.push(sent(2, 100), 3, pool), 100);
         assert_eq!(f.buffered, 300);
-        assert_eq!(f.push(sent(3, 100), 3), -300);
+        assert_eq!(f.push(sent(3, 100), 3, pool), -300);
         assert!(f.abandoned && f.sent.is_empty());
-        assert_eq!(f.push(sent(4, 100), 3), 0);
+        // Its list went back to the pool, emptied, for the next flowlet.
+        assert_eq!(pool.sent.len(), 1);
+        assert!(pool.sent[0].is_empty() && pool.sent[0].capacity() >= 3);
+        assert_eq!(f.push(sent(4, 100), 3, pool), 0);
         assert_eq!((f.count, f.last), (5, Time::from_millis(4)));
         assert_eq!(f.distance(Time::from_millis(2)), Duration::ZERO);
         assert_eq!(f.distance(Time::from_millis(9)), Duration::from_millis(5));

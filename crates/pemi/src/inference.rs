@@ -19,7 +19,7 @@
 //! next packets — so it is forgiven when the receiver sent anything within
 //! `max_ack_delay` of when its reply was due.
 
-use crate::matching::{Estimate, Matching, Scratch, match_flowlet};
+use crate::matching::{Estimate, Scratch, Shape, match_into};
 use netsim::Time;
 use std::time::Duration;
 
@@ -53,48 +53,91 @@ pub(crate) struct Verdict {
     pub(crate) unmatched: bool,
 }
 
+/// Reusable lists for [`infer_into`]: once they have grown, inferring a
+/// flowlet's losses allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Buffers {
+    replied: Vec<bool>,
+    keep: Vec<usize>,
+    kept_sent: Vec<Time>,
+    kept_replied: Vec<bool>,
+    matching: Scratch,
+}
+
 /// Infers the losses of a flowlet whose packets were sent at `sent`
 /// (`copies[i]`: PEMI's own retransmission) and which was assigned
 /// replies arriving at `replies`.
+#[cfg(test)]
 pub(crate) fn infer(
     sent: &[Time],
     copies: &[bool],
     replies: &[Time],
     context: &Context,
-    scratch: &mut Scratch,
 ) -> Verdict {
-    let n = sent.len();
     let mut verdict = Verdict::default();
+    infer_into(
+        sent,
+        copies,
+        replies,
+        context,
+        &mut Buffers::default(),
+        &mut verdict,
+    );
+    verdict
+}
+
+/// [`infer`] into `verdict` (emptied first), with `buffers`.
+pub(crate) fn infer_into(
+    sent: &[Time],
+    copies: &[bool],
+    replies: &[Time],
+    context: &Context,
+    buffers: &mut Buffers,
+    verdict: &mut Verdict,
+) {
+    let n = sent.len();
+    verdict.lost.clear();
+    verdict.samples.clear();
+    verdict.matched = 0;
+    verdict.unmatched = false;
     let estimate = Estimate {
         srtt: context.srtt,
         ratio_percent: context.width_ratio_percent,
         threshold: context.threshold,
     };
-    let matching = match_flowlet(sent, replies, estimate, scratch);
-    let reply_of = match matching {
-        Matching::NoReplies => {
+    let Buffers {
+        replied,
+        keep,
+        kept_sent,
+        kept_replied,
+        matching,
+    } = buffers;
+    match match_into(sent, replies, estimate, matching) {
+        Shape::NoReplies => {
             if !(n < context.threshold && context.tail_replied) {
-                verdict.lost = (0..n).filter(|&i| !copies[i]).collect();
+                verdict.lost.extend((0..n).filter(|&i| !copies[i]));
             }
-            return verdict;
+            return;
         }
-        Matching::OneToOne => {
+        Shape::OneToOne => {
             verdict.matched = n;
-            verdict.samples = sent
-                .iter()
-                .zip(replies)
-                .filter(|(s, r)| r >= s)
-                .map(|(&s, &r)| r - s)
-                .collect();
-            return verdict;
+            verdict.samples.extend(
+                sent.iter()
+                    .zip(replies)
+                    .filter(|(s, r)| r >= s)
+                    .map(|(&s, &r)| r - s),
+            );
+            return;
         }
-        Matching::Abandoned | Matching::Infeasible => {
+        Shape::Abandoned | Shape::Infeasible => {
             verdict.unmatched = true;
-            return verdict;
+            return;
         }
-        Matching::Partial { reply_of, .. } => reply_of,
-    };
-    let mut replied: Vec<bool> = reply_of.iter().map(Option::is_some).collect();
+        Shape::Partial { .. } => {}
+    }
+    let reply_of = matching.reply_of();
+    replied.clear();
+    replied.extend(reply_of.iter().map(Option::is_some));
     for (i, reply) in reply_of.iter().enumerate() {
         if let Some(j) = *reply {
             verdict.matched += 1;
@@ -102,24 +145,26 @@ pub(crate) fn infer(
         }
     }
     // Unanswered copies are neutral: taken out before the scan.
-    let keep: Vec<usize> = (0..n).filter(|&i| replied[i] || !copies[i]).collect();
+    keep.clear();
+    keep.extend((0..n).filter(|&i| replied[i] || !copies[i]));
     if keep.len() < n {
-        let kept_sent: Vec<Time> = keep.iter().map(|&i| sent[i]).collect();
-        let mut kept_replied: Vec<bool> = keep.iter().map(|&i| replied[i]).collect();
-        forgive_short_runs(&mut kept_replied, context);
-        forgive_close_packets(&kept_sent, &mut kept_replied, context.close_interval);
-        verdict.lost = keep
-            .iter()
-            .zip(&kept_replied)
-            .filter(|(_, r)| !**r)
-            .map(|(&i, _)| i)
-            .collect();
-        return verdict;
+        kept_sent.clear();
+        kept_sent.extend(keep.iter().map(|&i| sent[i]));
+        kept_replied.clear();
+        kept_replied.extend(keep.iter().map(|&i| replied[i]));
+        forgive_short_runs(kept_replied, context);
+        forgive_close_packets(kept_sent, kept_replied, context.close_interval);
+        verdict.lost.extend(
+            keep.iter()
+                .zip(kept_replied.iter())
+                .filter(|(_, r)| !**r)
+                .map(|(&i, _)| i),
+        );
+        return;
     }
-    forgive_short_runs(&mut replied, context);
-    forgive_close_packets(sent, &mut replied, context.close_interval);
-    verdict.lost = (0..n).filter(|&i| !replied[i]).collect();
-    verdict
+    forgive_short_runs(replied, context);
+    forgive_close_packets(sent, replied, context.close_interval);
+    verdict.lost.extend((0..n).filter(|&i| !replied[i]));
 }
 
 /// Figure 7's two-pointer scan: each maximal unreplied run `[l, r)` shorter
@@ -184,13 +229,7 @@ mod tests {
     }
 
     fn infer_with(sent: &[Time], replies: &[Time], context: &Context) -> Verdict {
-        infer(
-            sent,
-            &vec![false; sent.len()],
-            replies,
-            context,
-            &mut Scratch::default(),
-        )
+        infer(sent, &vec![false; sent.len()], replies, context)
     }
 
     #[test]
@@ -200,13 +239,7 @@ mod tests {
         let sent = at(&[0.0, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0]);
         let copies = [false, false, false, true, false, false, false];
         let replies = at(&[11.0, 13.0, 15.0]);
-        let v = infer(
-            &sent,
-            &copies,
-            &replies,
-            &context(2),
-            &mut Scratch::default(),
-        );
+        let v = infer(&sent, &copies, &replies, &context(2));
         assert!(v.lost.is_empty(), "{v:?}");
         // Counted as a packet, the copy would make 2 look lost.
         let v = infer_with(&sent, &replies, &context(2));

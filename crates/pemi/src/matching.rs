@@ -80,11 +80,21 @@ fn cost(s: Time, r: Time, rtt: Duration) -> Option<u64> {
     })
 }
 
-/// Reusable tables for [`match_flowlet`].
+/// Reusable tables for [`match_flowlet`]: two rows of the cost table, the
+/// choices as bits, and the result.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    cost: Vec<u64>,
-    matched: Vec<bool>,
+    row: Vec<u64>,
+    previous: Vec<u64>,
+    matched: Vec<u64>,
+    reply_of: Vec<Option<u16>>,
+}
+
+impl Scratch {
+    /// Per sent packet, its reply, after [`Shape::Partial`].
+    pub(crate) fn reply_of(&self) -> &[Option<u16>] {
+        &self.reply_of
+    }
 }
 
 /// What the matching takes besides the times.
@@ -98,6 +108,18 @@ pub struct Estimate {
     pub threshold: usize,
 }
 
+/// [`Matching`] with the partial matching left in the [`Scratch`]
+/// ([`Scratch::reply_of`]), so that matching allocates nothing once the
+/// scratch tables have grown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    NoReplies,
+    OneToOne,
+    Abandoned,
+    Partial { rtt: Duration },
+    Infeasible,
+}
+
 /// Matches `replies` (sorted) with `sent` (sorted) as §4.2.3 says.
 pub fn match_flowlet(
     sent: &[Time],
@@ -105,15 +127,34 @@ pub fn match_flowlet(
     estimate: Estimate,
     scratch: &mut Scratch,
 ) -> Matching {
+    match match_into(sent, replies, estimate, scratch) {
+        Shape::NoReplies => Matching::NoReplies,
+        Shape::OneToOne => Matching::OneToOne,
+        Shape::Abandoned => Matching::Abandoned,
+        Shape::Infeasible => Matching::Infeasible,
+        Shape::Partial { rtt } => Matching::Partial {
+            reply_of: scratch.reply_of.clone(),
+            rtt,
+        },
+    }
+}
+
+/// [`match_flowlet`], the partial matching left in `scratch`.
+pub(crate) fn match_into(
+    sent: &[Time],
+    replies: &[Time],
+    estimate: Estimate,
+    scratch: &mut Scratch,
+) -> Shape {
     let (n, m) = (sent.len(), replies.len());
     if m == 0 {
-        return Matching::NoReplies;
+        return Shape::NoReplies;
     }
     if m == n {
-        return Matching::OneToOne;
+        return Shape::OneToOne;
     }
     if m > n || n > usize::from(u16::MAX) {
-        return Matching::Abandoned;
+        return Shape::Abandoned;
     }
     let rtt = fresh_rtt(
         sent,
@@ -123,49 +164,61 @@ pub fn match_flowlet(
         estimate.threshold,
     );
     const INF: u64 = u64::MAX / 4;
-    // cost[i][j]: the best cost of matching the first j replies with some
-    // of the first i packets; matched[i][j]: whether packet i-1 takes
+    // cost(i, j): the best cost of matching the first j replies with some
+    // of the first i packets, kept for rows i - 1 (`previous`) and i
+    // (`row`); matched(i, j), bit i · width + j: whether packet i-1 takes
     // reply j-1 in it (ties go to the match, so the later packet wins).
     let width = m + 1;
-    scratch.cost.clear();
-    scratch.cost.resize((n + 1) * width, INF);
-    scratch.matched.clear();
-    scratch.matched.resize((n + 1) * width, false);
-    let (table, matched) = (&mut scratch.cost, &mut scratch.matched);
-    for i in 0..=n {
-        table[i * width] = 0;
-    }
+    let Scratch {
+        row,
+        previous,
+        matched,
+        reply_of,
+    } = scratch;
+    previous.clear();
+    previous.resize(width, INF);
+    previous[0] = 0;
+    row.clear();
+    row.resize(width, INF);
+    matched.clear();
+    matched.resize(((n + 1) * width).div_ceil(64), 0);
     for i in 1..=n {
+        row.fill(INF);
+        row[0] = 0;
         // Packet i-1 can only take replies j-1 with j ≤ i and with at most
         // n - i replies left for the packets after it.
         let lowest = 1.max((i + m).saturating_sub(n));
         for j in lowest..=m.min(i) {
-            let skip = table[(i - 1) * width + j];
+            let skip = previous[j];
             let take = match cost(sent[i - 1], replies[j - 1], rtt) {
-                Some(c) => table[(i - 1) * width + j - 1].saturating_add(c),
+                Some(c) => previous[j - 1].saturating_add(c),
                 None => INF,
             };
             if take < INF && take <= skip {
-                table[i * width + j] = take;
-                matched[i * width + j] = true;
+                row[j] = take;
+                let bit = i * width + j;
+                matched[bit / 64] |= 1 << (bit % 64);
             } else {
-                table[i * width + j] = skip;
+                row[j] = skip;
             }
         }
+        std::mem::swap(row, previous);
     }
-    if table[n * width + m] >= INF {
-        return Matching::Infeasible;
+    if previous[m] >= INF {
+        return Shape::Infeasible;
     }
-    let mut reply_of = vec![None; n];
+    reply_of.clear();
+    reply_of.resize(n, None);
     let (mut i, mut j) = (n, m);
     while j > 0 && i > 0 {
-        if matched[i * width + j] {
+        let bit = i * width + j;
+        if matched[bit / 64] & (1 << (bit % 64)) != 0 {
             reply_of[i - 1] = Some((j - 1) as u16);
             j -= 1;
         }
         i -= 1;
     }
-    Matching::Partial { reply_of, rtt }
+    Shape::Partial { rtt }
 }
 
 #[cfg(test)]

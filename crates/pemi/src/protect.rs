@@ -11,9 +11,8 @@
 use crate::Side;
 use crate::config::PemiConfig;
 use crate::copa::{Copa, Enforcer, Level};
-use crate::flowlet::{Flowlet, Interval, Sent};
-use crate::inference::{Context, infer};
-use crate::matching::Scratch;
+use crate::flowlet::{Flowlet, Interval, Pool, Sent};
+use crate::inference::{Buffers, Context, Verdict, infer_into};
 use crate::rtt::RttEstimate;
 use crate::spin::Spin;
 use crate::stats::{FlowletTrace, Inferred, PemiStats, Record};
@@ -35,7 +34,19 @@ pub(crate) struct Env<'a> {
     /// Bytes buffered across all connections.
     pub(crate) buffered: &'a mut usize,
     pub(crate) record: &'a mut Option<Record>,
-    pub(crate) scratch: &'a mut Scratch,
+    pub(crate) work: &'a mut Work,
+}
+
+/// The engine's reusable storage, lent with [`Env`]: the flowlets' lists
+/// and what a finished flowlet's inference needs, so that a connection in
+/// steady state allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Work {
+    pool: Pool,
+    times: Vec<Time>,
+    copies: Vec<bool>,
+    verdict: Verdict,
+    buffers: Buffers,
 }
 
 impl Env<'_> {
@@ -196,7 +207,9 @@ impl Protection {
     pub(crate) fn release(&mut self, env: &mut Env<'_>) {
         env.unbuffer(self.buffered);
         self.buffered = 0;
-        self.flowlets.clear();
+        for flowlet in self.flowlets.drain(..) {
+            env.work.pool.recycle(flowlet);
+        }
         if let Some(held) = self.held.take() {
             env.out.push_back(Transmit::at(env.now, held.datagram));
         }
@@ -252,7 +265,7 @@ impl Protection {
             .is_some_and(|last| packet.at - last.last <= timeout);
         if joins {
             let last = self.flowlets.back_mut().expect("checked");
-            let change = last.push(packet, max);
+            let change = last.push(packet, max, &mut env.work.pool);
             if change < 0 {
                 env.stats.flowlets_abandoned += 1;
                 self.unbuffer(env, change.unsigned_abs());
@@ -262,7 +275,7 @@ impl Protection {
             return;
         }
         env.stats.flowlets += 1;
-        let flowlet = Flowlet::new(packet);
+        let flowlet = Flowlet::new(packet, &mut env.work.pool);
         self.buffer(env, flowlet.buffered);
         self.flowlets.push_back(flowlet);
         if self.flowlets.len() > env.config.max_flowlets
@@ -270,6 +283,7 @@ impl Protection {
         {
             env.stats.flowlets_dropped += 1;
             self.unbuffer(env, oldest.buffered);
+            env.work.pool.recycle(oldest);
         }
     }
 
@@ -317,6 +331,9 @@ impl Protection {
         env.stats.replies_assigned += 1;
         let flowlet = &mut self.flowlets[nearest];
         if flowlet.replies.len() <= 2 * env.config.max_flowlet {
+            if flowlet.replies.capacity() == 0 {
+                flowlet.replies = env.work.pool.replies();
+            }
             flowlet.replies.push(now);
         }
         for _ in 0..nearest {
@@ -416,6 +433,7 @@ impl Protection {
     fn finish(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, mut flowlet: Flowlet) {
         self.unbuffer(env, flowlet.buffered);
         if flowlet.abandoned {
+            env.work.pool.recycle(flowlet);
             return;
         }
         let context = Context {
@@ -425,12 +443,24 @@ impl Protection {
             width_ratio_percent: env.config.width_ratio_percent,
             tail_replied: self.tail_replied(env.config, path, &flowlet),
         };
-        let verdict = infer(
-            &flowlet.times(),
-            &flowlet.copies(),
+        let mut verdict = std::mem::take(&mut env.work.verdict);
+        let Work {
+            times,
+            copies,
+            buffers,
+            ..
+        } = &mut *env.work;
+        times.clear();
+        times.extend(flowlet.sent.iter().map(|s| s.at));
+        copies.clear();
+        copies.extend(flowlet.sent.iter().map(|s| s.retransmission));
+        infer_into(
+            times,
+            copies,
             &flowlet.replies,
             &context,
-            env.scratch,
+            buffers,
+            &mut verdict,
         );
         if let Some(record) = env.record.as_mut() {
             record.flowlet(FlowletTrace {
@@ -446,10 +476,10 @@ impl Protection {
         if verdict.unmatched {
             env.stats.flowlets_unmatched += 1;
         }
-        for sample in verdict.samples {
+        for &sample in &verdict.samples {
             self.rtt_sample(env, path, sample);
         }
-        for index in verdict.lost {
+        for &index in &verdict.lost {
             let packet = &mut flowlet.sent[index];
             env.stats.inferred_lost += 1;
             let retransmitted = self.retransmit(env, path, packet);
@@ -461,6 +491,8 @@ impl Protection {
                 });
             }
         }
+        env.work.verdict = verdict;
+        env.work.pool.recycle(flowlet);
     }
 
     /// A matched pair's RTT sample, for the estimate and the controller.
