@@ -3,7 +3,13 @@
 //!
 //! * **ACK-interval filter** (per ACK): when the ratio of two consecutive
 //!   ACK intervals exceeds 50, RTT samples are ignored until one is below
-//!   the moving average of the admitted samples (α = 1/8).
+//!   "the exponentially weighted moving RTT average" (α = 1/8, as a
+//!   connection's smoothed RTT). That average follows every sample,
+//!   ignored ones included: the paper ignores samples for the utility, not
+//!   for the average, and PCC-Uspace compares with the connection's
+//!   average RTT. An average of admitted samples only would freeze while
+//!   the filter rejects, and a queue that keeps the RTT above it would
+//!   keep the filter on for good (it did on the cellular traces).
 //! * **Regression-error tolerance** (per MI): if |gradient| is below the
 //!   regression error (RMS residual over the MI's duration), the gradient
 //!   and the deviation are noise.
@@ -81,7 +87,10 @@ pub struct AckFilter {
     last_interval: Option<Duration>,
     /// Filtering until a sample falls below the average.
     filtering: bool,
-    /// EWMA of admitted samples, seconds.
+    /// EWMA of every sample, admitted or not, seconds: the moving RTT
+    /// average of §5. An average of admitted samples only would stop
+    /// moving while the filter rejects, and a queue that stays above it
+    /// would keep the filter on for good.
     average_s: Option<f64>,
     /// Samples rejected so far.
     rejected: u64,
@@ -106,22 +115,25 @@ impl AckFilter {
         self.last_ack = Some(now);
     }
 
-    /// Whether the RTT sample `rtt` of the current ACK is admitted.
+    /// Whether the RTT sample `rtt` of the current ACK is admitted. Every
+    /// sample moves the average first; while filtering, a sample below the
+    /// average before it moved (equivalently, after) ends the filtering and
+    /// is admitted.
     pub fn admit(&mut self, rtt: Duration) -> bool {
         let sample = rtt.as_secs_f64();
-        if self.filtering {
-            match self.average_s {
-                Some(average) if sample < average => self.filtering = false,
-                _ => {
-                    self.rejected += 1;
-                    return false;
-                }
-            }
-        }
-        self.average_s = Some(match self.average_s {
+        let previous = self.average_s;
+        self.average_s = Some(match previous {
             None => sample,
             Some(average) => 0.875 * average + 0.125 * sample,
         });
+        if self.filtering {
+            if previous.is_some_and(|average| sample < average) {
+                self.filtering = false;
+            } else {
+                self.rejected += 1;
+                return false;
+            }
+        }
         true
     }
 
@@ -281,10 +293,35 @@ mod tests {
         assert!(!filter.admit(ms(70)));
         t += Duration::from_micros(500);
         filter.on_ack_arrival(t);
-        assert!(!filter.admit(ms(31)), "above the 30 ms average");
-        assert!(filter.admit(ms(29)), "below it: admitted, filter off");
+        // The average followed the rejected 70 ms sample: 35 ms.
+        assert!(!filter.admit(ms(36)), "above the 35 ms average");
+        assert!(filter.admit(ms(34)), "below it: admitted, filter off");
         assert!(filter.admit(ms(35)));
         assert_eq!(filter.rejected(), 2);
+    }
+
+    #[test]
+    fn a_standing_rise_in_rtt_ends_the_filtering() {
+        let mut filter = AckFilter::default();
+        let ms = Duration::from_millis;
+        let mut t = Instant::now();
+        for _ in 0..5 {
+            t += Duration::from_micros(500);
+            filter.on_ack_arrival(t);
+            assert!(filter.admit(ms(30)));
+        }
+        t += ms(40);
+        filter.on_ack_arrival(t);
+        // A queue builds and stays: every sample from now on is 80 ms, and
+        // the average rises towards it with the rejected samples.
+        assert!(
+            (0..100).all(|_| !filter.admit(ms(80))),
+            "none below an average rising to it"
+        );
+        // Jitter around the standing queue: the first sample below the
+        // average, which has caught up, is admitted.
+        assert!(filter.admit(ms(79)));
+        assert!(filter.admit(ms(85)));
     }
 
     #[test]
