@@ -39,6 +39,8 @@ mod cid_queue;
 pub mod coding;
 mod constant_time;
 mod range_set;
+// pepkit: in place of the sorted-index-buffer crate (see PEPKIT.md).
+mod sorted_index_buffer;
 #[cfg(all(test, feature = "rustls", any(feature = "aws-lc-rs", feature = "ring")))]
 mod tests;
 pub mod transport_parameters;

@@ -102,7 +102,7 @@ impl DeliveryRate {
     /// Packet numbers repeat across QUIC's number spaces, hence the time;
     /// with it the search starts at the first record sent then.
     fn find(&mut self, pn: u64, sent: Option<Instant>) -> Option<&mut Sent> {
-        let from = sent.map_or(0, |at| self.sent.partition_point(|p| p.at < at));
+        let from = sent.map_or(0, |at| first_sent_from(&self.sent, at));
         let found = self
             .sent
             .range_mut(from..)
@@ -187,9 +187,66 @@ impl DeliveryRate {
     }
 }
 
+/// The index of the first record sent at or after `at`: what
+/// `sent.partition_point(|p| p.at < at)` returns, found by galloping from
+/// the front. An acknowledged packet is usually among the oldest records
+/// (finished ones leave from the front), so this reads a few records near
+/// the front instead of a binary search's log₂(n) across a window of
+/// thousands.
+fn first_sent_from(sent: &VecDeque<Sent>, at: Instant) -> usize {
+    let (mut below, mut probe) = (0, 0);
+    while probe < sent.len() && sent[probe].at < at {
+        below = probe + 1;
+        probe = 2 * probe + 1;
+    }
+    // Every record before `below` was sent before `at`; the answer is at
+    // most `probe` (or the end): a binary search between.
+    let (mut low, mut high) = (below, probe.min(sent.len()));
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if sent[mid].at < at {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn galloping_finds_what_partition_point_finds() {
+        let t0 = Instant::now();
+        for len in 0..70u64 {
+            // Send times with repeats: 0, 0, 1, 1, 2, 2, …
+            let sent: VecDeque<Sent> = (0..len)
+                .map(|i| {
+                    let at = t0 + Duration::from_micros(i / 2);
+                    Sent {
+                        pn: i,
+                        at,
+                        bytes: 1,
+                        delivered: 0,
+                        delivered_time: at,
+                        first_sent_time: at,
+                        app_limited: false,
+                        done: false,
+                    }
+                })
+                .collect();
+            for target in 0..len / 2 + 3 {
+                let at = t0 + Duration::from_micros(target);
+                assert_eq!(
+                    first_sent_from(&sent, at),
+                    sent.partition_point(|p| p.at < at),
+                    "len {len}, target {target}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_paced_flight_is_sampled_at_its_rate() {

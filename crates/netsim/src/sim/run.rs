@@ -268,7 +268,10 @@ impl Simulator {
             });
         }
         if let Fate::Deliver { at } = fate {
-            self.queue.push(
+            // A link's arrivals come in order: its lane keeps them out of
+            // the heap (same order of events, see `EventQueue`).
+            self.queue.push_in_lane(
+                iface.out.index(),
                 at,
                 Event::Arrive {
                     link: iface.out,

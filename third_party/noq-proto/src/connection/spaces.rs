@@ -9,7 +9,7 @@ use core::{
 };
 
 use rand::{CryptoRng, RngExt};
-use sorted_index_buffer::SortedIndexBuffer;
+use crate::sorted_index_buffer::SortedIndexBuffer;
 use tracing::trace;
 
 use super::{PathId, paths::PathResponses, paths::PathRetransmits};
