@@ -276,17 +276,23 @@ pub fn ignore(per_mi: Option<bool>, trend: Option<Trend>) -> (bool, bool) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_burst_of_acks_filters_samples_until_one_is_below_the_average() {
-        let t0 = Instant::now();
+    /// A filter after five ACKs 0.5 ms apart, each with a 30 ms RTT, and
+    /// the last ACK's time.
+    fn settled_filter() -> (AckFilter, Instant) {
         let mut filter = AckFilter::default();
-        let ms = Duration::from_millis;
-        let mut t = t0;
+        let mut t = Instant::now();
         for _ in 0..5 {
             t += Duration::from_micros(500);
             filter.on_ack_arrival(t);
-            assert!(filter.admit(ms(30)));
+            assert!(filter.admit(Duration::from_millis(30)));
         }
+        (filter, t)
+    }
+
+    #[test]
+    fn a_burst_of_acks_filters_samples_until_one_is_below_the_average() {
+        let (mut filter, mut t) = settled_filter();
+        let ms = Duration::from_millis;
         // An ACK 40 ms later: 80 times the last interval.
         t += ms(40);
         filter.on_ack_arrival(t);
@@ -302,14 +308,8 @@ mod tests {
 
     #[test]
     fn a_standing_rise_in_rtt_ends_the_filtering() {
-        let mut filter = AckFilter::default();
+        let (mut filter, mut t) = settled_filter();
         let ms = Duration::from_millis;
-        let mut t = Instant::now();
-        for _ in 0..5 {
-            t += Duration::from_micros(500);
-            filter.on_ack_arrival(t);
-            assert!(filter.admit(ms(30)));
-        }
         t += ms(40);
         filter.on_ack_arrival(t);
         // A queue builds and stays: every sample from now on is 80 ms, and
