@@ -19,7 +19,7 @@
 //! next packets — so it is forgiven when the receiver sent anything within
 //! `max_ack_delay` of when its reply was due.
 
-use crate::matching::{Estimate, Scratch, Shape, match_into};
+use crate::matching::{Estimate, Matching, Scratch, match_flowlet};
 use netsim::Time;
 use std::time::Duration;
 
@@ -112,14 +112,14 @@ pub(crate) fn infer_into(
         kept_replied,
         matching,
     } = buffers;
-    match match_into(sent, replies, estimate, matching) {
-        Shape::NoReplies => {
+    match match_flowlet(sent, replies, estimate, matching) {
+        Matching::NoReplies => {
             if !(n < context.threshold && context.tail_replied) {
                 verdict.lost.extend((0..n).filter(|&i| !copies[i]));
             }
             return;
         }
-        Shape::OneToOne => {
+        Matching::OneToOne => {
             verdict.matched = n;
             verdict.samples.extend(
                 sent.iter()
@@ -129,11 +129,11 @@ pub(crate) fn infer_into(
             );
             return;
         }
-        Shape::Abandoned | Shape::Infeasible => {
+        Matching::Abandoned | Matching::Infeasible => {
             verdict.unmatched = true;
             return;
         }
-        Shape::Partial { .. } => {}
+        Matching::Partial { .. } => {}
     }
     let reply_of = matching.reply_of();
     replied.clear();

@@ -15,7 +15,7 @@ use netsim::Time;
 use std::time::Duration;
 
 /// How a flowlet's packets and replies were matched.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Matching {
     /// No replies: nothing to match (case 1).
     NoReplies,
@@ -24,10 +24,9 @@ pub enum Matching {
     /// More replies than packets: not matched (case 3).
     Abandoned,
     /// Fewer replies than packets, matched by the dynamic programme
-    /// (case 4): `reply_of[i]` is the reply matched with packet `i`.
+    /// (case 4); the matching is in the scratch ([`Scratch::reply_of`]),
+    /// so that matching allocates nothing once its tables have grown.
     Partial {
-        /// Per sent packet, the index of its reply.
-        reply_of: Vec<Option<u16>>,
         /// The RTT̂ the matching used.
         rtt: Duration,
     },
@@ -91,8 +90,9 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// Per sent packet, its reply, after [`Shape::Partial`].
-    pub(crate) fn reply_of(&self) -> &[Option<u16>] {
+    /// After [`Matching::Partial`]: per sent packet, the index of the
+    /// reply matched with it.
+    pub fn reply_of(&self) -> &[Option<u16>] {
         &self.reply_of
     }
 }
@@ -108,18 +108,6 @@ pub struct Estimate {
     pub threshold: usize,
 }
 
-/// [`Matching`] with the partial matching left in the [`Scratch`]
-/// ([`Scratch::reply_of`]), so that matching allocates nothing once the
-/// scratch tables have grown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
-    NoReplies,
-    OneToOne,
-    Abandoned,
-    Partial { rtt: Duration },
-    Infeasible,
-}
-
 /// Matches `replies` (sorted) with `sent` (sorted) as §4.2.3 says.
 pub fn match_flowlet(
     sent: &[Time],
@@ -127,34 +115,15 @@ pub fn match_flowlet(
     estimate: Estimate,
     scratch: &mut Scratch,
 ) -> Matching {
-    match match_into(sent, replies, estimate, scratch) {
-        Shape::NoReplies => Matching::NoReplies,
-        Shape::OneToOne => Matching::OneToOne,
-        Shape::Abandoned => Matching::Abandoned,
-        Shape::Infeasible => Matching::Infeasible,
-        Shape::Partial { rtt } => Matching::Partial {
-            reply_of: scratch.reply_of.clone(),
-            rtt,
-        },
-    }
-}
-
-/// [`match_flowlet`], the partial matching left in `scratch`.
-pub(crate) fn match_into(
-    sent: &[Time],
-    replies: &[Time],
-    estimate: Estimate,
-    scratch: &mut Scratch,
-) -> Shape {
     let (n, m) = (sent.len(), replies.len());
     if m == 0 {
-        return Shape::NoReplies;
+        return Matching::NoReplies;
     }
     if m == n {
-        return Shape::OneToOne;
+        return Matching::OneToOne;
     }
     if m > n || n > usize::from(u16::MAX) {
-        return Shape::Abandoned;
+        return Matching::Abandoned;
     }
     let rtt = fresh_rtt(
         sent,
@@ -205,7 +174,7 @@ pub(crate) fn match_into(
         std::mem::swap(row, previous);
     }
     if previous[m] >= INF {
-        return Shape::Infeasible;
+        return Matching::Infeasible;
     }
     reply_of.clear();
     reply_of.resize(n, None);
@@ -218,7 +187,7 @@ pub(crate) fn match_into(
         }
         i -= 1;
     }
-    Shape::Partial { rtt }
+    Matching::Partial { rtt }
 }
 
 #[cfg(test)]
@@ -276,17 +245,14 @@ mod tests {
     fn figure_6_partly_replied_flowlet() {
         let sent = at(&[0.0, 1.0, 2.0, 3.0, 4.0]);
         let replies = at(&[10.2, 11.9, 14.1]);
-        let Matching::Partial { reply_of, rtt } = match_flowlet(
-            &sent,
-            &replies,
-            estimate(ms(10), 1),
-            &mut Scratch::default(),
-        ) else {
+        let mut s = Scratch::default();
+        let Matching::Partial { rtt } = match_flowlet(&sent, &replies, estimate(ms(10), 1), &mut s)
+        else {
             panic!("a partial matching")
         };
         // W_reply = 3.9 ms > 0.8 · 4 ms: the fresh RTT̂ is 14.1 − 4 ms.
         assert_eq!(rtt, Duration::from_micros(10_100));
-        assert_eq!(reply_of, vec![Some(0), None, Some(1), None, Some(2)]);
+        assert_eq!(s.reply_of(), [Some(0), None, Some(1), None, Some(2)]);
     }
 
     #[test]
@@ -297,16 +263,13 @@ mod tests {
         assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80, 1), ms(10));
         let replies = at(&[14.0, 17.0]);
         assert_eq!(fresh_rtt(&sent, &replies, ms(10), 80, 1), ms(14));
-        let Matching::Partial { reply_of, rtt } = match_flowlet(
-            &sent,
-            &replies,
-            estimate(ms(10), 1),
-            &mut Scratch::default(),
-        ) else {
+        let mut s = Scratch::default();
+        let Matching::Partial { rtt } = match_flowlet(&sent, &replies, estimate(ms(10), 1), &mut s)
+        else {
             panic!("a partial matching")
         };
         assert_eq!(rtt, ms(14));
-        assert_eq!(reply_of, vec![Some(0), None, None, Some(1)]);
+        assert_eq!(s.reply_of(), [Some(0), None, None, Some(1)]);
     }
 
     /// A receiver acknowledging every second packet leaves the last of an
@@ -337,11 +300,11 @@ mod tests {
         );
         // One early reply: the other is matched after its packet.
         let mixed = at(&[5.5, 8.0]);
-        let Matching::Partial { reply_of, .. } =
-            match_flowlet(&sent, &mixed, estimate(ms(1), 1), &mut Scratch::default())
+        let mut s = Scratch::default();
+        let Matching::Partial { .. } = match_flowlet(&sent, &mixed, estimate(ms(1), 1), &mut s)
         else {
             panic!("a partial matching")
         };
-        assert_eq!(reply_of, vec![Some(0), None, Some(1)]);
+        assert_eq!(s.reply_of(), [Some(0), None, Some(1)]);
     }
 }
