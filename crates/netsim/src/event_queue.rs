@@ -140,7 +140,21 @@ impl<E> EventQueue<E> {
 
     /// The time of the earliest event.
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|Reverse((at, _, _))| *at)
+        self.peek_key().map(|(at, _)| at)
+    }
+
+    /// The time and sequence number of the earliest event.
+    pub fn peek_key(&self) -> Option<(Time, u64)> {
+        self.heap.peek().map(|Reverse((at, seq, _))| (*at, *seq))
+    }
+
+    /// Takes the next sequence number without pushing an event, for
+    /// something ordered beside the queue (the simulator's timers): it
+    /// comes after everything pushed before and before everything pushed
+    /// after.
+    pub fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
     }
 
     /// Number of pending events.

@@ -3,6 +3,7 @@
 
 mod node;
 mod run;
+mod timers;
 
 pub use run::{RunOutcome, StopReason};
 
@@ -13,7 +14,7 @@ use crate::{
     Datagram, Fate, Host, Interface, Link, LinkConfig, LinkId, LinkStats, Middlebox, NodeId, Seed,
     Time, Transmit,
 };
-use node::{HostSlot, Iface, LinkSlot, MiddleSlot, Node, Role, Timer};
+use node::{HostSlot, Iface, LinkSlot, MiddleSlot, Node, Role};
 use run::Event;
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -64,6 +65,9 @@ pub struct Simulator {
     seed: Seed,
     now: Time,
     queue: EventQueue<Event>,
+    timers: timers::Timers,
+    /// The key of the last event or timer handled.
+    last: timers::Key,
     nodes: Vec<Node>,
     links: Vec<LinkSlot>,
     captures: Vec<Option<Capture>>,
@@ -95,6 +99,8 @@ impl Simulator {
             seed,
             now: Time::ZERO,
             queue: EventQueue::new(),
+            timers: timers::Timers::default(),
+            last: (Time::ZERO, 0),
             nodes: Vec::new(),
             links: Vec::new(),
             captures: Vec::new(),
@@ -147,7 +153,7 @@ impl Simulator {
                 engine: spec.host,
                 started: false,
                 finished: false,
-                timer: Timer::default(),
+                deadline: None,
             }),
         });
         self.hosts += 1;
@@ -172,7 +178,7 @@ impl Simulator {
             routes: RoutingTable::default(),
             role: Role::Middle(MiddleSlot {
                 engine: spec.middlebox,
-                timer: Timer::default(),
+                deadline: None,
             }),
         });
         if has_engine {

@@ -12,24 +12,18 @@ pub(crate) struct Iface {
     pub(crate) peer: NodeId,
 }
 
-/// A pending wakeup. Stale timer events (an older generation) are ignored
-/// when they fire, so changing a deadline never needs to search the queue.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Timer {
-    pub(crate) deadline: Option<Time>,
-    pub(crate) generation: u64,
-}
-
 pub(crate) struct HostSlot {
     pub(crate) engine: Box<dyn Host>,
     pub(crate) started: bool,
     pub(crate) finished: bool,
-    pub(crate) timer: Timer,
+    /// The deadline the engine last asked for (its timer is in `Timers`).
+    pub(crate) deadline: Option<Time>,
 }
 
 pub(crate) struct MiddleSlot {
     pub(crate) engine: Option<Box<dyn Middlebox>>,
-    pub(crate) timer: Timer,
+    /// The deadline the engine last asked for (its timer is in `Timers`).
+    pub(crate) deadline: Option<Time>,
 }
 
 pub(crate) enum Role {

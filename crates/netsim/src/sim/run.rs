@@ -2,7 +2,8 @@
 //! concerns, drain that node's output onto links, reschedule its timer.
 
 use super::Simulator;
-use super::node::{Role, Timer};
+use super::node::Role;
+use super::timers::Timers;
 use crate::capture::CapturePoint;
 use crate::{Datagram, Fate, LinkId, NodeId, Route, Time, Transmit};
 
@@ -13,8 +14,6 @@ pub(crate) enum Event {
     Start(NodeId),
     /// A datagram reaches the far end of a link.
     Arrive { link: LinkId, datagram: Datagram },
-    /// A node's timer; ignored unless `generation` is still current.
-    Timer { node: NodeId, generation: u64 },
     /// A middlebox's deferred transmission.
     Send {
         node: NodeId,
@@ -51,22 +50,48 @@ impl Simulator {
     pub fn run_until(&mut self, limit: Time) -> RunOutcome {
         loop {
             if self.hosts > 0 && self.unfinished == 0 {
+                self.stats.events += self.timers.count_passed(self.last, true);
                 return self.outcome(StopReason::AllFinished);
             }
-            let Some(next) = self.queue.peek_time() else {
-                return self.outcome(StopReason::Idle);
+            let event = self.queue.peek_key();
+            let timer = self.timers.peek();
+            let (key, timer_node) = match (event, timer) {
+                (Some(e), Some((t, node))) if t < e => (t, Some(node)),
+                (Some(e), _) => (e, None),
+                (None, Some((t, node))) => (t, Some(node)),
+                (None, None) => return self.idle(limit),
             };
-            if next > limit {
+            if key.0 > limit {
                 self.now = self.now.max(limit);
+                self.stats.events += self.timers.count_until(limit).0;
                 return self.outcome(StopReason::TimeLimit);
             }
-            let Some((at, event)) = self.queue.pop() else {
-                return self.outcome(StopReason::Idle);
-            };
-            self.now = at;
-            self.stats.events += 1;
-            self.dispatch(event);
+            self.now = key.0;
+            self.last = key;
+            self.stats.events += 1 + self.timers.count_passed(key, false);
+            match timer_node {
+                Some(node) => self.fire(node),
+                None => {
+                    if let Some((_, event)) = self.queue.pop() {
+                        self.dispatch(event);
+                    }
+                }
+            }
         }
+    }
+
+    /// Nothing is pending. The superseded timers up to `limit` are counted
+    /// as the old queue popped them: it stopped at the limit if one was
+    /// later, else at the latest of them.
+    fn idle(&mut self, limit: Time) -> RunOutcome {
+        let (counted, latest, later) = self.timers.count_until(limit);
+        self.stats.events += counted;
+        if later {
+            self.now = self.now.max(limit);
+            return self.outcome(StopReason::TimeLimit);
+        }
+        self.now = self.now.max(latest.unwrap_or(self.now));
+        self.outcome(StopReason::Idle)
     }
 
     fn outcome(&self, reason: StopReason) -> RunOutcome {
@@ -74,6 +99,28 @@ impl Simulator {
             reason,
             end: self.now,
         }
+    }
+
+    /// A node's timer fires.
+    fn fire(&mut self, node: NodeId) {
+        let now = self.now;
+        self.timers.fire(node);
+        let Some(n) = self.nodes.get_mut(node.index()) else {
+            return;
+        };
+        match &mut n.role {
+            Role::Host(h) => {
+                h.deadline = None;
+                h.engine.handle_timeout(now);
+            }
+            Role::Middle(m) => {
+                m.deadline = None;
+                if let Some(engine) = &mut m.engine {
+                    engine.handle_timeout(now);
+                }
+            }
+        }
+        self.activate(node);
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -85,26 +132,6 @@ impl Simulator {
                 self.activate(node);
             }
             Event::Arrive { link, datagram } => self.arrive(link, datagram),
-            Event::Timer { node, generation } => {
-                let now = self.now;
-                let Some(n) = self.nodes.get_mut(node.index()) else {
-                    return;
-                };
-                match &mut n.role {
-                    Role::Host(h) if h.timer.generation == generation => {
-                        h.timer.deadline = None;
-                        h.engine.handle_timeout(now);
-                    }
-                    Role::Middle(m) if m.timer.generation == generation => {
-                        m.timer.deadline = None;
-                        if let Some(engine) = &mut m.engine {
-                            engine.handle_timeout(now);
-                        }
-                    }
-                    _ => return,
-                }
-                self.activate(node);
-            }
             Event::Send {
                 node,
                 datagram,
@@ -186,7 +213,14 @@ impl Simulator {
                     out.push(d);
                 }
                 let deadline = h.engine.poll_timeout();
-                reschedule(&mut self.queue, &mut h.timer, node, deadline, now);
+                reschedule(
+                    &mut self.queue,
+                    &mut self.timers,
+                    &mut h.deadline,
+                    node,
+                    deadline,
+                    now,
+                );
                 let finished = h.engine.is_finished();
                 if finished != h.finished {
                     h.finished = finished;
@@ -210,7 +244,14 @@ impl Simulator {
                     out.push(t);
                 }
                 let deadline = engine.poll_timeout();
-                reschedule(&mut self.queue, &mut m.timer, node, deadline, now);
+                reschedule(
+                    &mut self.queue,
+                    &mut self.timers,
+                    &mut m.deadline,
+                    node,
+                    deadline,
+                    now,
+                );
                 for Transmit {
                     datagram,
                     at,
@@ -282,27 +323,20 @@ impl Simulator {
     }
 }
 
-/// Records a node's new deadline and schedules it if it changed. A deadline
-/// in the past fires now.
+/// Records a node's new deadline and sets its timer if it changed. A
+/// deadline in the past fires now.
 fn reschedule(
     queue: &mut crate::EventQueue<Event>,
-    timer: &mut Timer,
+    timers: &mut Timers,
+    current: &mut Option<Time>,
     node: NodeId,
     deadline: Option<Time>,
     now: Time,
 ) {
-    if deadline == timer.deadline {
+    if deadline == *current {
         return;
     }
-    timer.generation += 1;
-    timer.deadline = deadline;
-    if let Some(at) = deadline {
-        queue.push(
-            at.max(now),
-            Event::Timer {
-                node,
-                generation: timer.generation,
-            },
-        );
-    }
+    *current = deadline;
+    let key = deadline.map(|at| (at.max(now), queue.take_seq()));
+    timers.set(node, key);
 }
