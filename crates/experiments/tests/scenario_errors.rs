@@ -657,3 +657,28 @@ fn rtt_intervals_and_their_resolution_are_checked_by_field() {
         ],
     );
 }
+
+#[test]
+fn a_bad_chunk_variability_is_named() {
+    let video = |variability: &str| {
+        BASE.replace(
+            "kind = \"bulk\"\ndirection = \"upload\"\nsize = \"1MB\"",
+            &format!(
+                "kind = \"video\"\nladder = \"1080p\"\nduration = \"10s\"\n\
+                 chunk_variability = {variability}"
+            ),
+        )
+    };
+    let ok = video("{ kind = \"lognormal\", cv = 0.37, peak = 2.0 }");
+    ScenarioFile::parse(&ok, PathBuf::from("ok.toml")).unwrap();
+    let cv = error(&video("{ kind = \"lognormal\", cv = -0.1, peak = 2.0 }"));
+    assert_mentions(&cv, &["chunk_variability.cv", "-0.1"]);
+    let peak = error(&video("{ kind = \"lognormal\", cv = 0.3, peak = 0.5 }"));
+    assert_mentions(&peak, &["chunk_variability.peak", "0.5"]);
+    let kind = error(&video("{ kind = \"gamma\", cv = 0.3, peak = 2.0 }"));
+    assert_mentions(&kind, &["gamma", "lognormal"]);
+    let field = error(&video(
+        "{ kind = \"lognormal\", cv = 0.3, peak = 2.0, mean = 1 }",
+    ));
+    assert_mentions(&field, &["mean"]);
+}

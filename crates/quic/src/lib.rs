@@ -207,8 +207,8 @@ pub use short_flows::{
 pub use split_proxy::{DEFAULT_RELAY_BUFFER, SplitProxy, SplitStats};
 pub use timed::{AppTimer, AppTimerHost, Timed};
 pub use video::{
-    ChunkRecord, Threshold, ThresholdHook, VideoClient, VideoConfig, VideoReport, VideoServer,
-    VideoServerFactory,
+    ChunkRecord, ChunkVariability, Threshold, ThresholdHook, VideoClient, VideoConfig, VideoReport,
+    VideoServer, VideoServerFactory,
 };
 
 /// The congestion-control interface of the QUIC state machine, for crates

@@ -17,8 +17,11 @@
 //!
 //! # Client
 //!
-//! Chunks last [`VideoConfig::chunk`] (3 s) at constant bitrates from the
-//! ladder. Playback starts when the first chunk has arrived and drains the
+//! Chunks last [`VideoConfig::chunk`] (3 s) at bitrates from the ladder,
+//! each `bitrate × chunk` bytes, or, with [`VideoConfig::chunk_variability`],
+//! that times the chunk's VBR multiplier ([`ChunkVariability`]); every
+//! decision and the bitrate metric use the nominal bitrate (as dash.js
+//! uses the manifest's), only the bytes sent change. Playback starts when the first chunk has arrived and drains the
 //! buffer in real time; an empty buffer stalls it (rebuffering) until the
 //! next chunk arrives. The client requests a chunk whenever it is not
 //! downloading and the buffer holds less than the buffer target (30 s,
@@ -44,6 +47,11 @@ use crate::session::{Session, StreamId};
 use crate::timed::AppTimer;
 use netsim::{Rate, Time};
 use std::time::Duration;
+
+mod sizes;
+
+use sizes::ChunkSizes;
+pub use sizes::ChunkVariability;
 
 /// A message's length: type and two `u64`s.
 const MESSAGE_LEN: usize = 17;
@@ -72,6 +80,8 @@ pub struct VideoConfig {
     pub thresholds: bool,
     /// Always request the highest bitrate (Figure 13).
     pub force_highest: bool,
+    /// How chunk sizes vary about `bitrate × chunk`.
+    pub chunk_variability: ChunkVariability,
 }
 
 /// A threshold the client sends: a rate, or infinite.
@@ -112,12 +122,15 @@ pub struct VideoClient {
     rebuffered: Duration,
     last_threshold: Option<u64>,
     done: bool,
+    /// The chunks' size multipliers.
+    sizes: ChunkSizes,
 }
 
 impl VideoClient {
     /// A client playing `config`.
     pub fn new(config: VideoConfig) -> VideoClient {
         VideoClient {
+            sizes: ChunkSizes::new(config.chunk_variability),
             config,
             stream: None,
             outbox: Vec::new(),
@@ -212,7 +225,10 @@ impl VideoClient {
     fn request(&mut self, now: Time) {
         let index = self.bola(self.level);
         let bitrate = self.config.ladder[index];
-        let bytes = (bitrate.bits_per_sec() as f64 / 8.0 * self.config.chunk.as_secs_f64()) as u64;
+        // Requests are one at a time: this is chunk number `chunks.len()`.
+        let scale = self.sizes.multiplier(self.chunks.len());
+        let bytes =
+            (bitrate.bits_per_sec() as f64 / 8.0 * self.config.chunk.as_secs_f64() * scale) as u64;
         let threshold = if self.stalled_since.is_some() {
             INFINITE
         } else {
@@ -513,6 +529,7 @@ mod tests {
             duration: Duration::from_secs(180),
             thresholds: true,
             force_highest,
+            chunk_variability: ChunkVariability::Constant,
         }
     }
 
@@ -541,6 +558,30 @@ mod tests {
         // Half a chunk free: 8 / 1.5.
         client.level = 28.5;
         assert_eq!(client.threshold(Rate::from_mbps(8)), 5_333_333);
+    }
+
+    #[test]
+    fn vbr_changes_the_bytes_not_the_bitrate() {
+        let mut vbr = config(true);
+        vbr.chunk_variability = ChunkVariability::Lognormal {
+            cv: 0.37,
+            peak: 2.0,
+            seed: netsim::Seed::new(5),
+        };
+        let mut client = VideoClient::new(vbr.clone());
+        let mut sizes = ChunkSizes::new(vbr.chunk_variability);
+        let nominal = 12e6 / 8.0 * 3.0;
+        let mut differ = false;
+        for i in 0..20 {
+            client.request(Time::from_secs(i));
+            let (bitrate, bytes, _) = client.downloading.unwrap();
+            assert_eq!(bitrate, Rate::from_mbps(12), "BOLA's choice is nominal");
+            assert_eq!(bytes, (nominal * sizes.multiplier(i as usize)) as u64);
+            differ |= bytes != nominal as u64;
+            client.chunk_arrived(Time::from_secs(i), bitrate, Time::from_secs(i));
+        }
+        assert!(differ);
+        assert!((client.report(Time::from_secs(20)).mean_bitrate_mbps - 12.0).abs() < 1e-12);
     }
 
     #[test]

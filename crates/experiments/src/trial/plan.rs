@@ -180,6 +180,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
         );
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
             seed,
+            workload_seed: seed.derive(&names.label("workload")),
             client: flow.client,
             server: flow.server,
             client_quic: client_quic.0,

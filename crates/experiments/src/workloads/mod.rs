@@ -95,6 +95,9 @@ pub struct Traits {
 pub(crate) struct FlowSetup {
     /// The trial's seed.
     pub seed: Seed,
+    /// This flow's own seed for its workload's draws (a video's chunk
+    /// sizes): the trial's, derived with the flow's index.
+    pub workload_seed: Seed,
     /// The client's address.
     pub client: SocketAddr,
     /// The server's address.

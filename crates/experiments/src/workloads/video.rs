@@ -9,7 +9,14 @@
 //! ladder = "4k"            # or "1080p", or bitrates = ["1Mbit/s", "3Mbit/s", …]
 //! duration = "180s"        # how long the client streams
 //! # chunk = "3s", buffer_target = "30s", thresholds = true, force_highest = false
+//! # chunk_variability = { kind = "lognormal", cv = 0.37, peak = 2.0 }
 //! ```
+//!
+//! `chunk_variability` makes chunk sizes vary as a VBR encoding's do
+//! (docs/proteus-video.md): chunk `i` of every level is `bitrate × chunk
+//! × m_i` bytes, `m_i` lognormal with mean 1 and coefficient of variation
+//! `cv`, clamped at `peak`, drawn per flow from the trial's seed. Without
+//! it every chunk is exactly `bitrate × chunk` (constant bitrate).
 //!
 //! The ladders (our choice; the paper's corpus is not public): 4K tops
 //! out at 45 Mbit/s, 1080p at 12 Mbit/s, as §6.3's "above 40 Mbps and
@@ -21,7 +28,8 @@ use crate::outcome::{TrialResult, add_error, add_rtts, add_sender};
 use crate::units::{BitRate, Span};
 use netsim::Rate;
 use quic::{
-    QuicClient, QuicServer, ThresholdHook, Timed, VideoClient, VideoConfig, VideoServerFactory,
+    ChunkVariability, QuicClient, QuicServer, ThresholdHook, Timed, VideoClient, VideoConfig,
+    VideoServerFactory,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -47,6 +55,23 @@ pub struct Video {
     pub thresholds: bool,
     /// Always request the highest bitrate (Figure 13; default false).
     pub force_highest: bool,
+    /// How chunk sizes vary (default: constant bitrate). Left out of the
+    /// serialised form when absent, so other scenarios' outputs keep theirs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_variability: Option<Variability>,
+}
+
+/// `chunk_variability = { kind = "lognormal", cv = …, peak = … }`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Variability {
+    /// Lognormal multipliers, mean 1, clamped at `peak`.
+    Lognormal {
+        /// Coefficient of variation.
+        cv: f64,
+        /// The peak-to-average ratio.
+        peak: f64,
+    },
 }
 
 /// A named ladder.
@@ -74,6 +99,8 @@ struct RawVideo {
     thresholds: Option<bool>,
     #[serde(default)]
     force_highest: bool,
+    #[serde(default)]
+    chunk_variability: Option<Variability>,
 }
 
 impl TryFrom<RawVideo> for Video {
@@ -106,7 +133,20 @@ impl TryFrom<RawVideo> for Video {
                     .into(),
             );
         }
+        if let Some(Variability::Lognormal { cv, peak }) = raw.chunk_variability {
+            if !(cv.is_finite() && cv > 0.0 && cv <= 10.0) {
+                return Err(format!(
+                    "`chunk_variability.cv` must be a coefficient of variation in (0, 10], got {cv}"
+                ));
+            }
+            if !(peak.is_finite() && peak > 1.0) {
+                return Err(format!(
+                    "`chunk_variability.peak` must be a peak-to-average ratio above 1, got {peak}"
+                ));
+            }
+        }
         Ok(Video {
+            chunk_variability: raw.chunk_variability,
             bitrates,
             duration: raw.duration,
             chunk,
@@ -118,8 +158,15 @@ impl TryFrom<RawVideo> for Video {
 }
 
 impl Video {
-    fn config(&self) -> VideoConfig {
+    /// The client's configuration; `seed` draws its chunk sizes.
+    fn config(&self, seed: netsim::Seed) -> VideoConfig {
         VideoConfig {
+            chunk_variability: match self.chunk_variability {
+                None => ChunkVariability::Constant,
+                Some(Variability::Lognormal { cv, peak }) => {
+                    ChunkVariability::Lognormal { cv, peak, seed }
+                }
+            },
             ladder: self.bitrates.iter().map(|b| b.0).collect(),
             chunk: self.chunk.0,
             buffer_target: self.buffer_target.0,
@@ -151,7 +198,7 @@ impl WorkloadKind for Video {
     }
 
     fn endpoints(&self, setup: &FlowSetup) -> Hosts {
-        let app = VideoClient::new(self.config());
+        let app = VideoClient::new(self.config(setup.workload_seed));
         let client = QuicClient::new(setup.client_quic.clone(), setup.client, setup.server, app);
         let handle = setup.utility.clone();
         let factory = VideoServerFactory::new(move || {
