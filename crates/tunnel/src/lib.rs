@@ -22,7 +22,7 @@ pub use client_host::{SetupTimes, TunnelClientConfig, TunnelClientHost};
 pub use connect_udp::{AllowList, UriTemplate};
 pub use forward::{ClientForwarding, Route, ServerForwarding};
 pub use h3::{H3Connection, RequestStream, StreamInput};
-pub use mode::{Mode, SamplerSettings, TunnelSettings};
+pub use mode::{Mode, RateSource, SamplerSettings, TunnelSettings};
 pub use sampler::Sampler;
 pub use sender::{DatagramSender, SenderStats};
 pub use server::{ServerApp, ServerSample, ServerShared, ServerStats};

@@ -110,6 +110,9 @@ pub struct SamplerSettings {
     /// consecutive cycles' minima, so a queue seen in one cycle only is
     /// not reported.
     pub detections: u8,
+    /// What the feedback reports as Tr(t), "the tunnel server's sending
+    /// rate" (§4.2.2).
+    pub rate: RateSource,
 }
 
 impl Default for SamplerSettings {
@@ -117,6 +120,18 @@ impl Default for SamplerSettings {
         SamplerSettings {
             min_cycle: Duration::from_millis(5),
             detections: 2,
+            rate: RateSource::Pacing,
         }
     }
+}
+
+/// The two readings of TECC's Tr(t).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RateSource {
+    /// The tunnel controller's pacing rate: what it would send at.
+    #[default]
+    Pacing,
+    /// What actually left: datagram bytes the tunnel sent (retransmissions
+    /// included) over the cycle just ended.
+    Sent,
 }

@@ -11,6 +11,8 @@
 //! # mode: mst, msgt (group = 4), mdt, rmdt, mft, tecc; tunnel_cc: none, cubic, bbr
 //! # (default: bbr for tecc, none otherwise); outer_payload = 1350;
 //! # queue_limit = "4MB"; max_retransmissions = 4
+//! # tunnel_rate = "pacing" | "sent" (mode tecc: what the feedback reports
+//! # as Tr, the tunnel BBR's pacing rate or the bytes sent per cycle)
 //! server.controller = "tecc"   # with mode = "tecc"
 //! ```
 
@@ -26,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use tunnel::{
-    AllowList, Mode, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
+    AllowList, Mode, RateSource, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
     TunnelServerConfig, TunnelSettings, UriTemplate,
 };
 
@@ -87,6 +89,27 @@ pub struct Tecc {
     pub queue_limit: u64,
     /// RMDT: resends of one datagram at most.
     pub max_retransmissions: u8,
+    /// TECC: what the sampler reports as Tr. Left out when the default,
+    /// so that files written before it existed stay byte-identical.
+    #[serde(skip_serializing_if = "TunnelRate::is_pacing")]
+    pub tunnel_rate: TunnelRate,
+}
+
+/// TECC's two readings of Tr(t), "the tunnel server's sending rate".
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TunnelRate {
+    /// The tunnel controller's pacing rate.
+    #[default]
+    Pacing,
+    /// The datagram bytes the tunnel sent over the feedback cycle.
+    Sent,
+}
+
+impl TunnelRate {
+    fn is_pacing(&self) -> bool {
+        *self == TunnelRate::Pacing
+    }
 }
 
 #[derive(Deserialize)]
@@ -103,6 +126,8 @@ struct RawTecc {
     queue_limit: Option<Bytes>,
     #[serde(default)]
     max_retransmissions: Option<u8>,
+    #[serde(default)]
+    tunnel_rate: Option<TunnelRate>,
 }
 
 impl TryFrom<RawTecc> for Tecc {
@@ -124,6 +149,9 @@ impl TryFrom<RawTecc> for Tecc {
         if !(10_000..=1_000_000_000).contains(&queue_limit) {
             return Err("`queue_limit` must be 10kB..1GB".into());
         }
+        if raw.tunnel_rate.is_some() && raw.mode != TunnelMode::Tecc {
+            return Err("`tunnel_rate` applies to mode = \"tecc\" only".into());
+        }
         let default_cc = match raw.mode {
             TunnelMode::Tecc => TunnelCc::Bbr,
             _ => TunnelCc::None,
@@ -135,6 +163,7 @@ impl TryFrom<RawTecc> for Tecc {
             outer_payload,
             queue_limit,
             max_retransmissions: raw.max_retransmissions.unwrap_or(4),
+            tunnel_rate: raw.tunnel_rate.unwrap_or_default(),
         })
     }
 }
@@ -153,6 +182,10 @@ impl Tecc {
         settings.feedback = self.mode == TunnelMode::Tecc;
         settings.queue_limit = usize::try_from(self.queue_limit).unwrap_or(usize::MAX);
         settings.max_retransmissions = self.max_retransmissions;
+        settings.sampler.rate = match self.tunnel_rate {
+            TunnelRate::Pacing => RateSource::Pacing,
+            TunnelRate::Sent => RateSource::Sent,
+        };
         settings
     }
 
@@ -383,5 +416,26 @@ impl System for Tecc {
                 .push(format!("{}: {error}", names.who("tunnel")));
         }
         (wrapped.inner().as_ref(), None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_rate_reaches_the_sampler_and_is_written_only_when_not_the_default() {
+        let plain: Tecc = toml::from_str(r#"mode = "tecc""#).unwrap();
+        assert_eq!(plain.settings().sampler.rate, RateSource::Pacing);
+        assert!(!toml::to_string(&plain).unwrap().contains("tunnel_rate"));
+        let sent: Tecc = toml::from_str("mode = \"tecc\"\ntunnel_rate = \"sent\"").unwrap();
+        assert_eq!(sent.settings().sampler.rate, RateSource::Sent);
+        assert!(
+            toml::to_string(&sent)
+                .unwrap()
+                .contains("tunnel_rate = \"sent\"")
+        );
+        // Only TECC's tunnel server samples.
+        assert!(toml::from_str::<Tecc>("mode = \"rmdt\"\ntunnel_rate = \"sent\"").is_err());
     }
 }
