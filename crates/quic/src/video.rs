@@ -21,9 +21,9 @@
 //! each `bitrate × chunk` bytes, or, with [`VideoConfig::chunk_variability`],
 //! that times the chunk's VBR multiplier ([`ChunkVariability`]); every
 //! decision and the bitrate metric use the nominal bitrate (as dash.js
-//! uses the manifest's), only the bytes sent change. Playback starts when the first chunk has arrived and drains the
-//! buffer in real time; an empty buffer stalls it (rebuffering) until the
-//! next chunk arrives. The client requests a chunk whenever it is not
+//! uses the manifest's), only the bytes sent change. Playback starts when
+//! the first chunk has arrived and drains the buffer in real time; an
+//! empty buffer stalls it (rebuffering) until the next chunk arrives. The client requests a chunk whenever it is not
 //! downloading and the buffer holds less than the buffer target (30 s,
 //! dash.js's). The bitrate is BOLA-BASIC's (dash.js `BolaRule`, without its
 //! placeholder and abandonment rules): with utilities υ_m = ln(r_m/r_1) + 1,
