@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Reads the results of scenarios/proteus/fig8-settling.toml and says whether
+"""Reads the results of scenarios/method/proteus-fig8-settling.toml and says whether
 Figure 8's primary throughput ratio has settled within a run length.
 
-    pepkit run scenarios/proteus/fig8-settling.toml --out results/fig8-settling
+    pepkit run scenarios/method/proteus-fig8-settling.toml --out results/fig8-settling
     scripts/fig8-settling.py results/fig8-settling
 
 Each configuration's ratio is measured in three windows of one long run:
