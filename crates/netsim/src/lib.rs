@@ -135,7 +135,7 @@ pub use link::{
 };
 pub use loss::{GilbertElliott, LossModel};
 pub use middlebox::{Interface, Middlebox, Route, Transmit};
-pub use probability::{InvalidProbability, Probability};
+pub use probability::{InvalidProbability, Probability, unit_open_below};
 pub use rate::Rate;
 pub use red::{RedConfig, RedConfigError, RedParams, RedStatus};
 pub use seed::{Seed, SimRng};

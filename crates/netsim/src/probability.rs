@@ -64,6 +64,12 @@ impl Probability {
     }
 }
 
+/// A uniform draw in (0, 1] from the top 53 bits of one `u64`: never 0,
+/// so its logarithm is finite (exponential gaps, Box–Muller).
+pub fn unit_open_below(rng: &mut impl RngCore) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+}
+
 impl fmt::Display for Probability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.as_f64())

@@ -109,7 +109,7 @@ impl Arrivals {
         let mut at = Duration::ZERO;
         let offsets = (0..count)
             .map(|_| {
-                let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                let u = netsim::unit_open_below(rng);
                 at += Duration::from_nanos((-u.ln() * mean_ns) as u64);
                 at
             })

@@ -63,12 +63,11 @@ impl ChunkSizes {
     }
 }
 
-/// A standard normal draw (Box–Muller, its cosine half), from two uniforms
-/// in (0, 1] made of the top 53 bits of `next_u64`.
+/// A standard normal draw (Box–Muller, its cosine half) from two uniforms
+/// in (0, 1].
 fn standard_normal(rng: &mut impl RngCore) -> f64 {
-    let uniform = |rng: &mut dyn RngCore| ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-    let u1 = uniform(rng);
-    let u2 = uniform(rng);
+    let u1 = netsim::unit_open_below(rng);
+    let u2 = netsim::unit_open_below(rng);
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
