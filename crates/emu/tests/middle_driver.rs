@@ -47,6 +47,8 @@ struct Toy {
     droppy_seen: u64,
     /// Arrival interface, destination and TTL of every datagram.
     seen: Vec<(Interface, SocketAddr, u8)>,
+    /// The time the driver gave with each.
+    times: Vec<Time>,
     /// Datagrams for the node itself.
     for_node: Vec<Datagram>,
 }
@@ -54,6 +56,7 @@ struct Toy {
 impl Middlebox for Toy {
     fn handle_datagram(&mut self, now: Time, from: Interface, datagram: Datagram) {
         self.seen.push((from, datagram.dst, datagram.ttl));
+        self.times.push(now);
         if datagram.dst.ip() == OWN {
             self.for_node.push(datagram);
             return;
@@ -409,6 +412,11 @@ fn a_toy_middlebox_in_path_forwards_drops_and_delays() {
     let droppy: Vec<u32> = on(DROPPY).iter().map(|a| a.1).collect();
     assert_eq!(droppy, (0..COUNT).step_by(2).collect::<Vec<_>>());
     check_delays(&traffic, &stats);
+    // Every frame came with its kernel arrival stamp, and the engine's
+    // times never went back.
+    assert_eq!(stats.unstamped, 0);
+    assert_eq!(stats.read_wait.frames, stats.frames);
+    assert!(toy.times.is_sorted(), "{:?}", toy.times);
     // TTL 1 expires here.
     assert!(on(EXPIRING).is_empty());
     assert_eq!(stats.ttl_expired, 3);

@@ -6,7 +6,8 @@
 //! from the receiver's). The kernel routes both.
 
 use super::frame::{FrameError, write_ipv4_packet};
-use super::middle::{DriverError, LocalSocket, MiddleStats};
+use super::middle::{DriverError, LocalSocket};
+use super::middle_stats::MiddleStats;
 use netsim::Datagram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;

@@ -6,7 +6,8 @@
 //! ([`ForwardingOff`]).
 
 use super::frame::{FrameError, ipv4_destination, write_frame};
-use super::middle::{DriverError, LinkAddrs, MiddleStats, Port, Routes};
+use super::middle::{DriverError, LinkAddrs, Port, Routes};
+use super::middle_stats::MiddleStats;
 use netsim::{Route, Transmit};
 use std::fs::File;
 use std::io;

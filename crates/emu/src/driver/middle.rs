@@ -7,12 +7,11 @@ use super::beside::Beside;
 use super::engine_timer::EngineTimer;
 use super::frame::{Frame, UdpPacket, parse_frame};
 use super::in_path::{InPath, RouteTable};
+use super::middle_stats::MiddleStats;
 use crate::RealClock;
-use crate::link::Lateness;
 use crate::sys::{PacketSocket, PollFd, RecvBatch, poll};
 use bytes::Bytes;
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
-use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
@@ -126,79 +125,6 @@ pub struct MiddleNodeSpec {
     pub local: Vec<SocketAddrV4>,
 }
 
-/// What the driver counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct MiddleStats {
-    /// Frames read from the interfaces.
-    pub frames: u64,
-    /// UDP datagrams handed to the engine (or, in null mode, parsed for
-    /// it), from the interfaces and beside the path from local sockets.
-    pub datagrams: u64,
-    /// Frames that are not IPv4/UDP (ARP, TCP, ICMP, IPv6, fragments).
-    pub other_frames: u64,
-    /// Frames that do not parse (truncated, bad header or checksum).
-    pub malformed_frames: u64,
-    /// Frames longer than the driver reads (dropped).
-    pub oversize_frames: u64,
-    /// In path: other and malformed frames forwarded unchanged.
-    pub passed_through: u64,
-    /// Datagrams whose TTL ran out at this node (dropped).
-    pub ttl_expired: u64,
-    /// Beside the path: sniffed datagrams to a local socket address,
-    /// skipped (the socket's copy goes to the engine).
-    pub sniffed_local: u64,
-    /// Datagrams read from the local sockets (in path: discarded, the
-    /// engine had the sniffed copy).
-    pub local_datagrams: u64,
-    /// Frames or datagrams sent (the engine's, and passed-through frames).
-    pub sent: u64,
-    /// The engine's datagrams with no route, for the node itself, or not
-    /// IPv4 (dropped).
-    pub unroutable: u64,
-    /// Sends the kernel refused (full queue, too large, no route).
-    pub send_errors: u64,
-    /// The engine's datagrams held for a later [`Transmit::at`].
-    pub held: u64,
-    /// How late the held datagrams left against their `at`.
-    pub late: Lateness,
-    /// Frames the kernel dropped before the driver read them.
-    pub kernel_drops: u64,
-    /// Receive errors of a packet socket (its interface went down); the
-    /// driver goes on and sees frames again once it is back up.
-    pub interface_errors: u64,
-    /// Turns of the loop (wake-ups).
-    pub turns: u64,
-    /// Wall-clock nanoseconds spent inside the engine (an input — a
-    /// datagram or a due timer — and the `poll_transmit` calls after it,
-    /// timed together; `poll_timeout`, a field lookup, is not timed). It
-    /// includes the time the thread was preempted inside the engine.
-    pub engine_ns: u64,
-    /// Timed stretches of the engine's work.
-    pub engine_calls: u64,
-    /// With [`MiddleDriver::time_engine_cpu`]: the thread's CPU time in
-    /// the same stretches, in nanoseconds, as read (each stretch also
-    /// holds [`Self::cpu_clock_inside_ns`] of the readings' own cost): the
-    /// engine's own work, what PEMI's Figure 13 counts against the packet
-    /// I/O.
-    pub engine_cpu_ns: u64,
-    /// Stretches timed by the CPU clock.
-    pub engine_cpu_calls: u64,
-    /// Of [`Self::engine_cpu_ns`], the stretches that ran a due timer
-    /// (the rest handled a datagram).
-    pub engine_timer_cpu_ns: u64,
-    /// Those stretches.
-    pub engine_timer_calls: u64,
-    /// The CPU-clock readings' cost inside each stretch
-    /// ([`super::engine_timer::CpuClockCost`]), measured at start.
-    pub cpu_clock_inside_ns: u64,
-    /// The rest of their cost per stretch (outside the stretches).
-    pub cpu_clock_outside_ns: u64,
-    /// The driver thread's CPU time over [`MiddleDriver::run`], in
-    /// nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): the engine's work plus the
-    /// packet I/O.
-    pub cpu_ns: u64,
-}
-
 /// Why the driver cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
@@ -282,6 +208,9 @@ struct Core<M> {
     stats: MiddleStats,
     null: bool,
     clock: RealClock,
+    /// The latest time the engine was given: frames placed at their
+    /// arrival stamps never take it back.
+    engine_now: Time,
     timer: EngineTimer,
     /// What the engine returned from one call, before it is sent.
     outbox: Vec<Transmit>,
@@ -292,7 +221,12 @@ pub struct MiddleDriver<M: Middlebox> {
     core: Core<M>,
     ports: Vec<Port>,
     fds: Vec<PollFd>,
-    batch: RecvBatch,
+    /// One receive batch per port.
+    batches: Vec<RecvBatch>,
+    /// Per port: whether it may have more to read this turn.
+    more: Vec<bool>,
+    /// A round's frames to hand over: (arrival, port, index in its batch).
+    arrivals: Vec<(Time, usize, usize)>,
     recv_buf: Vec<u8>,
 }
 
@@ -355,12 +289,17 @@ impl<M: Middlebox> MiddleDriver<M> {
                 stats: MiddleStats::default(),
                 null: false,
                 clock,
+                engine_now: Time::ZERO,
                 timer: EngineTimer::wall(),
                 outbox: Vec::new(),
             },
             ports,
             fds,
-            batch: RecvBatch::new(BATCH, MAX_FRAME),
+            batches: (0..listen.len())
+                .map(|_| RecvBatch::new(BATCH, MAX_FRAME))
+                .collect(),
+            more: vec![false; listen.len()],
+            arrivals: Vec::with_capacity(BATCH * listen.len()),
             recv_buf: vec![0; 65_536],
         })
     }
@@ -410,48 +349,86 @@ impl<M: Middlebox> MiddleDriver<M> {
                 self.read_local(local)?;
             }
         }
-        for port in 0..ports {
-            if self.fds[port].readable {
-                self.read_port(port)?;
-            }
-        }
+        self.read_ports()?;
         let now = self.core.clock.now();
         self.core.service(now);
         self.flush();
         Ok(())
     }
 
-    /// Reads frames from one packet socket, in batches, up to
-    /// [`BATCHES_PER_TURN`] of them.
-    fn read_port(&mut self, port: usize) -> Result<(), DriverError> {
-        let from = self.ports[port].iface;
+    /// Reads the frames waiting on the readable packet sockets, a batch
+    /// from each in a round (up to [`BATCHES_PER_TURN`] rounds), and
+    /// hands each round's frames to the engine in the order of their
+    /// kernel arrival stamps, each at its arrival time: however late the
+    /// thread woke, the engine sees the frames' real spacing (PEMI's
+    /// inference reads it) and the two directions in their real order.
+    fn read_ports(&mut self) -> Result<(), DriverError> {
+        let ports = self.ports.len();
+        for (more, fd) in self.more.iter_mut().zip(&self.fds[..ports]) {
+            *more = fd.readable;
+        }
         for _ in 0..BATCHES_PER_TURN {
-            let n = match self.ports[port].socket.recv_batch(&mut self.batch) {
-                Ok(0) => break,
-                Ok(n) => n,
-                // The interface went down (reported once per event).
-                Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => {
-                    self.core.stats.interface_errors += 1;
-                    break;
-                }
-                Err(source) => {
-                    return Err(DriverError::Io {
-                        what: format!("packet socket on {}", self.ports[port].socket.interface()),
-                        source,
-                    });
-                }
-            };
-            let now = self.core.clock.now();
-            self.core.send_due(now);
-            for (frame, len) in self.batch.frames() {
-                self.core.on_frame(now, from, frame, len);
-            }
-            self.flush();
-            if n < self.batch.capacity() {
+            if !self.more.contains(&true) {
                 break;
             }
+            for (port, more) in self.more.iter_mut().enumerate() {
+                let batch = &mut self.batches[port];
+                batch.clear();
+                if !*more {
+                    continue;
+                }
+                let n = match self.ports[port].socket.recv_batch(batch) {
+                    Ok(n) => n,
+                    // The interface went down (reported once per event).
+                    Err(e) if e.raw_os_error() == Some(libc::ENETDOWN) => {
+                        self.core.stats.interface_errors += 1;
+                        0
+                    }
+                    Err(source) => {
+                        return Err(DriverError::Io {
+                            what: format!(
+                                "packet socket on {}",
+                                self.ports[port].socket.interface()
+                            ),
+                            source,
+                        });
+                    }
+                };
+                *more = n == batch.capacity();
+            }
+            self.deliver_round();
         }
         Ok(())
+    }
+
+    /// Hands the frames of one round of reads to the engine, oldest
+    /// arrival first.
+    fn deliver_round(&mut self) {
+        let anchor = self.core.clock.anchor();
+        let now = anchor.now();
+        self.core.send_due(now);
+        self.arrivals.clear();
+        for (port, batch) in self.batches.iter().enumerate() {
+            for (index, stamp) in batch.stamps().iter().enumerate() {
+                let at = match stamp {
+                    Some(stamp) => anchor.place(*stamp),
+                    None => {
+                        self.core.stats.unstamped += 1;
+                        now
+                    }
+                };
+                self.arrivals.push((at, port, index));
+            }
+        }
+        self.arrivals.sort_unstable();
+        for &(at, port, index) in &self.arrivals {
+            // Never before what the engine has already seen.
+            let at = at.max(self.core.engine_now);
+            self.core.stats.read_wait.record(now - at);
+            let (frame, len) = self.batches[port].frame(index);
+            self.core.on_frame(at, self.ports[port].iface, frame, len);
+        }
+        self.flush();
     }
 
     /// Reads what waits on local socket `local` (a bounded number): beside
@@ -561,6 +538,7 @@ impl<M: Middlebox> Core<M> {
     /// one stretch of the engine's time ([`MiddleStats::engine_ns`]); then
     /// sends it (now, or held until its time).
     fn engine_then_send(&mut self, now: Time, call: impl FnOnce(&mut M)) {
+        self.engine_now = self.engine_now.max(now);
         let stretch = self.timer.start();
         call(&mut self.engine);
         while let Some(transmit) = self.engine.poll_transmit(now) {
@@ -738,15 +716,19 @@ fn check(spec: &MiddleNodeSpec) -> Result<Vec<usize>, DriverError> {
     }
 }
 
+/// A packet socket on interface `name` that stamps arrivals.
 fn open_packet_socket(name: &str) -> Result<PacketSocket, DriverError> {
-    PacketSocket::bind(name, PACKET_BUFFER).map_err(|e| match e.kind() {
+    let io = |source| DriverError::Io {
+        what: format!("packet socket on {name}"),
+        source,
+    };
+    let socket = PacketSocket::bind(name, PACKET_BUFFER).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => DriverError::NoInterface(name.to_string()),
         io::ErrorKind::PermissionDenied => DriverError::NotRoot,
-        _ => DriverError::Io {
-            what: format!("packet socket on {name}"),
-            source: e,
-        },
-    })
+        _ => io(e),
+    })?;
+    socket.stamp_arrivals().map_err(io)?;
+    Ok(socket)
 }
 
 /// A non-blocking UDP socket bound to `addr`, with large buffers.

@@ -84,11 +84,13 @@ mod engine_timer;
 mod host;
 mod in_path;
 mod middle;
+mod middle_stats;
 mod periodic;
 
 pub use host::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
 pub use middle::{
     BATCH, DriverError, DriverInterface, LinkAddrs, MAX_SLEEP, Mac, MiddleDriver, MiddleNodeSpec,
-    MiddleRun, MiddleStats, Placement, Routes,
+    MiddleRun, Placement, Routes,
 };
+pub use middle_stats::MiddleStats;
 pub use periodic::Periodic;

@@ -12,7 +12,7 @@ pub mod interrupt;
 mod process;
 mod syscalls;
 
-pub use clock::RealClock;
+pub use clock::{Anchor, RealClock};
 pub use process::{Finished, Process};
 pub use syscalls::{
     PacketSocket, PacketSocketStats, PollFd, RecvBatch, enter_netns, interface_index, poll,

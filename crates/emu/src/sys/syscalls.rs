@@ -16,6 +16,13 @@ use std::time::Duration;
 
 /// `ETH_P_ALL` in network byte order, as `socket` and `bind` want it.
 const ETH_P_ALL_BE: u16 = (libc::ETH_P_ALL as u16).to_be();
+/// `SO_TIMESTAMPNS` (and `SCM_TIMESTAMPNS`) on targets with a 64-bit
+/// `time_t`, where the kernel's "old" option already carries 64-bit
+/// seconds.
+const SO_TIMESTAMPNS: libc::c_int = 35;
+/// Control-message room per received frame: one `cmsghdr` and one
+/// `timespec` (32 bytes on 64-bit Linux), rounded up, 8-byte aligned.
+const CONTROL_WORDS: usize = 8;
 
 /// Converts a `-1` return into the thread's `errno`.
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -208,6 +215,14 @@ impl PacketSocket {
         Ok(socket)
     }
 
+    /// Has the kernel stamp every frame this socket receives with its
+    /// arrival time (`SO_TIMESTAMPNS`, read by [`RecvBatch::stamps`]):
+    /// when the frame entered this host's receive path, not when a
+    /// possibly preempted reader got to it.
+    pub fn stamp_arrivals(&self) -> io::Result<()> {
+        self.set_int(libc::SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    }
+
     /// The interface's name.
     pub fn interface(&self) -> &str {
         &self.interface
@@ -231,8 +246,8 @@ impl PacketSocket {
     /// (`recvmmsg`); returns how many (0 if none is waiting).
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         batch.prepare();
-        // SAFETY: every msghdr points at an iovec and buffer in `batch`,
-        // which outlive the call; vlen matches the array.
+        // SAFETY: every msghdr points at an iovec, buffer and control
+        // buffer in `batch`, which outlive the call; vlen matches the array.
         let ret = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -254,6 +269,7 @@ impl PacketSocket {
         for i in 0..n {
             // MSG_TRUNC makes msg_len the frame's real length.
             batch.lens[i] = batch.headers[i].msg_len as usize;
+            batch.stamps[i] = arrival_stamp(&batch.headers[i].msg_hdr);
         }
         Ok(n)
     }
@@ -334,8 +350,32 @@ pub struct RecvBatch {
     buffers: Vec<Vec<u8>>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
+    controls: Vec<[u64; CONTROL_WORDS]>,
     lens: Vec<usize>,
+    stamps: Vec<Option<Duration>>,
     filled: usize,
+}
+
+/// The `SCM_TIMESTAMPNS` stamp among a received message's control
+/// messages, as real time (since the Unix epoch).
+fn arrival_stamp(header: &libc::msghdr) -> Option<Duration> {
+    // SAFETY: `header` was filled by recvmmsg: its control pointer and
+    // length describe the batch's control buffer for this message, and
+    // the CMSG macros stay within them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(header);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                return Some(Duration::new(
+                    u64::try_from(ts.tv_sec).ok()?,
+                    u32::try_from(ts.tv_nsec).ok()?,
+                ));
+            }
+            cmsg = libc::CMSG_NXTHDR(header, cmsg);
+        }
+    }
+    None
 }
 
 // SAFETY: the raw pointers in `iovecs` and `headers` point only into
@@ -353,7 +393,9 @@ impl RecvBatch {
             iovecs: Vec::with_capacity(count),
             // SAFETY: an all-zero mmsghdr is valid.
             headers: (0..count).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            controls: vec![[0; CONTROL_WORDS]; count],
             lens: vec![0; count],
+            stamps: vec![None; count],
             filled: 0,
         }
     }
@@ -372,21 +414,46 @@ impl RecvBatch {
                 iov_len: buffer.len(),
             });
         }
-        for (header, iov) in self.headers.iter_mut().zip(self.iovecs.iter_mut()) {
+        for ((header, iov), control) in self
+            .headers
+            .iter_mut()
+            .zip(self.iovecs.iter_mut())
+            .zip(self.controls.iter_mut())
+        {
             // SAFETY: an all-zero mmsghdr is valid.
             *header = unsafe { std::mem::zeroed() };
             header.msg_hdr.msg_iov = iov;
             header.msg_hdr.msg_iovlen = 1;
+            header.msg_hdr.msg_control = control.as_mut_ptr().cast();
+            header.msg_hdr.msg_controllen = std::mem::size_of_val(control);
         }
     }
 
     /// The frames of the last receive: each frame's bytes (truncated to
     /// the buffer) and its real length.
     pub fn frames(&self) -> impl Iterator<Item = (&[u8], usize)> {
-        (0..self.filled).map(|i| {
-            let len = self.lens[i];
-            (&self.buffers[i][..len.min(self.buffers[i].len())], len)
-        })
+        (0..self.filled).map(|i| self.frame(i))
+    }
+
+    /// Forgets the last receive's frames.
+    pub fn clear(&mut self) {
+        self.filled = 0;
+    }
+
+    /// Frame `index` of the last receive, as [`Self::frames`] gives it.
+    pub fn frame(&self, index: usize) -> (&[u8], usize) {
+        let len = self.lens[index];
+        (
+            &self.buffers[index][..len.min(self.buffers[index].len())],
+            len,
+        )
+    }
+
+    /// The frames' arrival stamps of the last receive, in real time since
+    /// the Unix epoch (`None` unless the socket stamps them:
+    /// [`PacketSocket::stamp_arrivals`]); one per frame of [`Self::frames`].
+    pub fn stamps(&self) -> &[Option<Duration>] {
+        &self.stamps[..self.filled]
     }
 }
 

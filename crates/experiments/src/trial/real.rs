@@ -209,6 +209,18 @@ fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
     result.set("middle_frames", stats.frames as f64);
     result.set("middle_kernel_drops", stats.kernel_drops as f64);
     result.set("middle_send_errors", stats.send_errors as f64);
+    // How long frames sat in the kernel before the driver read them
+    // (the engine is given their arrival stamps instead).
+    let wait = &stats.read_wait;
+    if wait.frames > 0 {
+        let frames = wait.frames as f64;
+        result.set(
+            "middle_read_wait_over_100us",
+            wait.over_100us as f64 / frames,
+        );
+        result.set("middle_read_wait_over_1ms", wait.over_1ms as f64 / frames);
+        result.set("middle_read_wait_max_ms", wait.max_us as f64 / 1e3);
+    }
     if stats.cpu_ns == 0 {
         return;
     }
