@@ -179,12 +179,12 @@ impl Conn {
         let calibrate = env.config.spin_calibration;
         if side == protection.sender {
             if let (true, Some(spin)) = (calibrate, spin) {
-                protection.spin.on_sent(now, spin);
+                protection.spin.on_sent(now, spin, path.e2e);
             }
             protection.on_sent(env, &mut path, datagram);
         } else {
             if let (true, Some(spin)) = (calibrate, spin)
-                && let Some(sample) = protection.spin.on_reply(now, spin)
+                && let Some(sample) = protection.spin.on_reply(now, spin, path.e2e)
             {
                 env.stats.spin_samples += 1;
                 protection.calibrate(env, &mut path, sample);
