@@ -15,8 +15,8 @@ use std::time::Duration;
 use emu::{HostDriver, RealClock, RunUntil};
 use netsim::{Seed, Time};
 use tunnel::{
-    AllowList, Mode, ServerHost, ServerShared, TunnelServer, TunnelServerConfig, TunnelSettings,
-    UriTemplate,
+    AllowList, Mode, RateSource, ServerHost, ServerShared, TunnelServer, TunnelServerConfig,
+    TunnelSettings, UriTemplate,
 };
 
 /// Options of `pepkit tunnel-server`.
@@ -45,6 +45,12 @@ pub(crate) struct Args {
     /// The tunnel connection's congestion control: none, cubic or bbr.
     #[arg(long, value_name = "CC", default_value = "none", value_parser = tunnel_cc)]
     tunnel_cc: cc::Controller,
+    /// With --mode tecc, what the feedback reports as the tunnel's rate Tr:
+    /// pacing (the tunnel controller's pacing rate, the paper's reading) or
+    /// sent (the datagram bytes that left the tunnel over the cycle).
+    #[arg(long, value_name = "RATE", default_value_t = RateSource::default(),
+          value_parser = |text: &str| text.parse::<RateSource>())]
+    tunnel_rate: RateSource,
     /// The URI template requests must match.
     #[arg(long, value_name = "TEMPLATE", default_value = tunnel::connect_udp::DEFAULT_TEMPLATE)]
     template: String,
@@ -100,6 +106,18 @@ fn os_seed() -> u64 {
 }
 
 impl Args {
+    /// The tunnel's settings from `--mode` and `--tunnel-rate`.
+    fn settings(&self) -> Result<TunnelSettings, String> {
+        let (mode, feedback) = self.mode;
+        if self.tunnel_rate != RateSource::default() && !feedback {
+            return Err("--tunnel-rate applies to --mode tecc only".into());
+        }
+        let mut settings = TunnelSettings::new(mode);
+        settings.feedback = feedback;
+        settings.sampler.rate = self.tunnel_rate;
+        Ok(settings)
+    }
+
     fn server(&self) -> Result<TunnelServer, String> {
         let template = UriTemplate::new(&self.template)?;
         let allow = self
@@ -108,9 +126,7 @@ impl Args {
             .fold(AllowList::default(), |list, (ip, ports)| {
                 list.allow(*ip, ports.clone())
             });
-        let (mode, feedback) = self.mode;
-        let mut settings = TunnelSettings::new(mode);
-        settings.feedback = feedback;
+        let settings = self.settings()?;
         let seed = Seed::new(self.seed.unwrap_or_else(os_seed));
         let clock = quic::SimClock::new();
         let built = self
@@ -193,5 +209,34 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             eprintln!("tunnel-server: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn settings(extra: &[&str]) -> Result<TunnelSettings, String> {
+        let argv = ["tunnel-server", "--listen", "127.0.0.1:4443"];
+        let cli = Cli::try_parse_from(argv.iter().chain(extra)).map_err(|e| e.to_string())?;
+        cli.args.settings()
+    }
+
+    #[test]
+    fn tunnel_rate_defaults_to_pacing_and_reaches_the_sampler() {
+        let tecc = settings(&["--mode", "tecc"]).unwrap();
+        assert_eq!(tecc.sampler.rate, RateSource::Pacing);
+        let sent = settings(&["--mode", "tecc", "--tunnel-rate", "sent"]).unwrap();
+        assert_eq!(sent.sampler.rate, RateSource::Sent);
+        assert!(sent.feedback);
+        assert!(settings(&["--mode", "tecc", "--tunnel-rate", "bytes"]).is_err());
+        assert!(settings(&["--mode", "datagram", "--tunnel-rate", "sent"]).is_err());
     }
 }

@@ -135,3 +135,50 @@ pub enum RateSource {
     /// included) over the cycle just ended.
     Sent,
 }
+
+impl RateSource {
+    /// Every reading, each with its name (`pacing`, `sent`).
+    pub const ALL: [(RateSource, &'static str); 2] =
+        [(RateSource::Pacing, "pacing"), (RateSource::Sent, "sent")];
+
+    /// The reading's name, as scenario files and `--tunnel-rate` write it.
+    pub fn name(self) -> &'static str {
+        RateSource::ALL
+            .iter()
+            .find(|(source, _)| *source == self)
+            .map_or("pacing", |(_, name)| name)
+    }
+}
+
+impl std::fmt::Display for RateSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for RateSource {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RateSource, String> {
+        RateSource::ALL
+            .iter()
+            .find(|(_, name)| *name == text)
+            .map(|(source, _)| *source)
+            .ok_or_else(|| format!("{text}: one of pacing, sent"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_sources_parse_from_their_names() {
+        for (source, name) in RateSource::ALL {
+            assert_eq!(name.parse::<RateSource>(), Ok(source));
+            assert_eq!(source.to_string(), name);
+        }
+        assert_eq!(RateSource::default().to_string(), "pacing");
+        assert!("Sent".parse::<RateSource>().is_err());
+    }
+}

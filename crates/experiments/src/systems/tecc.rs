@@ -89,27 +89,25 @@ pub struct Tecc {
     pub queue_limit: u64,
     /// RMDT: resends of one datagram at most.
     pub max_retransmissions: u8,
-    /// TECC: what the sampler reports as Tr. Left out when the default,
-    /// so that files written before it existed stay byte-identical.
-    #[serde(skip_serializing_if = "TunnelRate::is_pacing")]
-    pub tunnel_rate: TunnelRate,
+    /// TECC: what the sampler reports as Tr (`tunnel::RateSource`, by its
+    /// name). Left out when the default, so that files written before it
+    /// existed stay byte-identical.
+    #[serde(
+        skip_serializing_if = "is_pacing",
+        serialize_with = "serialize_rate_source"
+    )]
+    pub tunnel_rate: RateSource,
 }
 
-/// TECC's two readings of Tr(t), "the tunnel server's sending rate".
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum TunnelRate {
-    /// The tunnel controller's pacing rate.
-    #[default]
-    Pacing,
-    /// The datagram bytes the tunnel sent over the feedback cycle.
-    Sent,
+fn is_pacing(rate: &RateSource) -> bool {
+    *rate == RateSource::Pacing
 }
 
-impl TunnelRate {
-    fn is_pacing(&self) -> bool {
-        *self == TunnelRate::Pacing
-    }
+fn serialize_rate_source<S: serde::Serializer>(
+    rate: &RateSource,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(rate.name())
 }
 
 #[derive(Deserialize)]
@@ -127,7 +125,7 @@ struct RawTecc {
     #[serde(default)]
     max_retransmissions: Option<u8>,
     #[serde(default)]
-    tunnel_rate: Option<TunnelRate>,
+    tunnel_rate: Option<String>,
 }
 
 impl TryFrom<RawTecc> for Tecc {
@@ -152,6 +150,11 @@ impl TryFrom<RawTecc> for Tecc {
         if raw.tunnel_rate.is_some() && raw.mode != TunnelMode::Tecc {
             return Err("`tunnel_rate` applies to mode = \"tecc\" only".into());
         }
+        let tunnel_rate = raw
+            .tunnel_rate
+            .map(|text| text.parse::<RateSource>())
+            .transpose()
+            .map_err(|e| format!("`tunnel_rate`: {e}"))?;
         let default_cc = match raw.mode {
             TunnelMode::Tecc => TunnelCc::Bbr,
             _ => TunnelCc::None,
@@ -163,7 +166,7 @@ impl TryFrom<RawTecc> for Tecc {
             outer_payload,
             queue_limit,
             max_retransmissions: raw.max_retransmissions.unwrap_or(4),
-            tunnel_rate: raw.tunnel_rate.unwrap_or_default(),
+            tunnel_rate: tunnel_rate.unwrap_or_default(),
         })
     }
 }
@@ -182,10 +185,7 @@ impl Tecc {
         settings.feedback = self.mode == TunnelMode::Tecc;
         settings.queue_limit = usize::try_from(self.queue_limit).unwrap_or(usize::MAX);
         settings.max_retransmissions = self.max_retransmissions;
-        settings.sampler.rate = match self.tunnel_rate {
-            TunnelRate::Pacing => RateSource::Pacing,
-            TunnelRate::Sent => RateSource::Sent,
-        };
+        settings.sampler.rate = self.tunnel_rate;
         settings
     }
 

@@ -1559,9 +1559,30 @@ impl Connection {
             // We want to send on this space, check congestion control if we can. But only
             // if we will need to start a new datagram. If we are coalescing into an already
             // started datagram we do not need to check congestion control again.
+            let mut acks_only = false;
             if transmit.datagram_remaining_mut() == 0 {
-                let path_blocked =
+                let mut path_blocked =
                     self.path_congestion_check(space_id, path_id, transmit, &can_send, now);
+                // pepkit: packets containing only ACK frames are not congestion
+                // controlled (RFC 9002 §7), so a full window that holds back the other
+                // frames must not hold back the ACKs too: they go alone, still paced.
+                // Only where such a packet is not padded (padding puts it in flight).
+                if path_blocked == PathBlocked::Congestion
+                    && can_send.acks
+                    && space_id == SpaceId::Data
+                    && !self.config.pad_to_mtu
+                {
+                    let acks = SendableFrames {
+                        acks: true,
+                        ..SendableFrames::empty()
+                    };
+                    if self.path_congestion_check(space_id, path_id, transmit, &acks, now)
+                        == PathBlocked::No
+                    {
+                        path_blocked = PathBlocked::No;
+                        acks_only = true;
+                    }
+                }
                 if path_blocked != PathBlocked::No {
                     // Previous iterations of this loop may have built packets already.
                     return match last_packet_number {
@@ -1748,7 +1769,14 @@ impl Connection {
                 };
             }
 
-            self.populate_packet(now, space_id, path_id, scheduling_info, &mut builder);
+            self.populate_packet(
+                now,
+                space_id,
+                path_id,
+                scheduling_info,
+                acks_only,
+                &mut builder,
+            );
 
             // ACK-only packets should only be sent when explicitly allowed. If we write them due to
             // any other reason, there is a bug which leads to one component announcing write
@@ -6113,6 +6141,8 @@ impl Connection {
         space_id: SpaceId,
         path_id: PathId,
         scheduling_info: &PathSchedulingInfo,
+        // pepkit: write the ACK frames and nothing else (the window is full).
+        acks_only: bool,
         builder: &mut PacketBuilder<'a, 'b>,
     ) {
         let is_multipath_negotiated = self.is_multipath_negotiated();
@@ -6128,6 +6158,7 @@ impl Connection {
 
         // HANDSHAKE_DONE
         if !is_0rtt
+            && !acks_only
             && !scheduling_info.is_abandoned
             && scheduling_info.may_send_data
             && mem::replace(&mut space.pending.handshake_done, false)
@@ -6137,6 +6168,7 @@ impl Connection {
 
         // PING
         if !scheduling_info.is_abandoned
+            && !acks_only
             && mem::replace(&mut space.for_path(path_id).pending_ping, false)
         {
             builder.write_frame(frame::Ping, stats);
@@ -6144,6 +6176,7 @@ impl Connection {
 
         // IMMEDIATE_ACK
         if !scheduling_info.is_abandoned
+            && !acks_only
             && mem::replace(&mut space.for_path(path_id).pending_immediate_ack, false)
         {
             debug_assert_eq!(
@@ -6175,6 +6208,9 @@ impl Connection {
                     space_has_keys,
                 );
             }
+        }
+        if acks_only {
+            return;
         }
 
         // ACK_FREQUENCY
