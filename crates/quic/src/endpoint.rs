@@ -398,7 +398,7 @@ impl<A: App> Core<A> {
     fn refresh_stats(&mut self) {
         for seq in self.stale_stats.drain(..) {
             if let Some(c) = self.conns.get_mut(&seq) {
-                c.record.stats = stats(&mut c.conn);
+                c.record.stats = stats(&c.conn);
                 c.stats_stale = false;
             }
         }
@@ -466,22 +466,24 @@ fn first_tick(now: Time, interval: Duration) -> Time {
     Time::from_nanos(now.as_nanos().div_ceil(step).saturating_mul(step))
 }
 
-/// The connection's counters now.
-fn stats(conn: &mut noq_proto::Connection) -> ConnStats {
-    let all = conn.stats();
-    let path = conn.path_stats(PathId::ZERO).unwrap_or_default();
+/// The connection's counters now: `conn.stats()`'s and
+/// `conn.path_stats(PathId::ZERO)`'s (zero without that path), read through
+/// the cheaper `pepkit_counters` (third_party/noq-proto/PEPKIT.md, item 6),
+/// since this runs after every activation.
+fn stats(conn: &noq_proto::Connection) -> ConnStats {
+    let counters = conn.pepkit_counters(PathId::ZERO);
     ConnStats {
-        sent_packets: all.sent_packets,
-        lost_packets: all.lost_packets,
-        lost_bytes: all.lost_bytes,
-        congestion_events: path.congestion_events,
-        spurious_congestion_events: path.spurious_congestion_events,
-        udp_tx_datagrams: all.udp_tx.datagrams,
-        udp_tx_bytes: all.udp_tx.bytes,
-        udp_rx_datagrams: all.udp_rx.datagrams,
-        udp_rx_bytes: all.udp_rx.bytes,
-        smoothed_rtt: path.rtt,
-        cwnd_bytes: path.cwnd,
+        sent_packets: counters.sent_packets,
+        lost_packets: counters.lost_packets,
+        lost_bytes: counters.lost_bytes,
+        congestion_events: counters.congestion_events,
+        spurious_congestion_events: counters.spurious_congestion_events,
+        udp_tx_datagrams: counters.udp_tx.datagrams,
+        udp_tx_bytes: counters.udp_tx.bytes,
+        udp_rx_datagrams: counters.udp_rx.datagrams,
+        udp_rx_bytes: counters.udp_rx.bytes,
+        smoothed_rtt: counters.rtt,
+        cwnd_bytes: counters.cwnd,
     }
 }
 

@@ -58,6 +58,7 @@ pub use crate::connection::{
     Chunk, Chunks, ClosePathError, ClosedPath, ClosedStream, Connection, ConnectionError,
     ConnectionStats, Datagrams, Event, FinishError, FrameStats, MultipathNotNegotiated,
     NetworkChangeHint, PathAbandonReason, PathError, PathEvent, PathId, PathStats, PathStatus,
+    PepkitCounters,
     ReadError, ReadableError, RecvStream, RttEstimator, SendDatagramError, SendStream,
     SetPathStatusError, ShouldTransmit, StreamEvent, Streams, UdpStats, WriteError,
 };

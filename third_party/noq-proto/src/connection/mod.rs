@@ -97,7 +97,7 @@ pub(crate) use spaces::SpaceKind;
 use spaces::{OpenStatus, PacketSpace, SendableFrames, SentPacket, ThinRetransmits};
 
 mod stats;
-pub use stats::{ConnectionStats, FrameStats, PathStats, UdpStats};
+pub use stats::{ConnectionStats, FrameStats, PathStats, PepkitCounters, UdpStats};
 
 mod streams;
 #[cfg(fuzzing)]
@@ -2724,6 +2724,37 @@ impl Connection {
         }
 
         stats
+    }
+
+    /// pepkit: the connection's counters that [`Self::stats`] sums and the
+    /// few of `path_id`'s that [`Self::path_stats`] gives (all zero when
+    /// the path does not exist), summing only those (PEPKIT.md, item 6).
+    pub fn pepkit_counters(&self, path_id: PathId) -> PepkitCounters {
+        let all = &self.partial_stats;
+        let mut counters = PepkitCounters {
+            udp_tx: all.udp_tx,
+            udp_rx: all.udp_rx,
+            sent_packets: all.sent_packets,
+            lost_packets: all.lost_packets,
+            lost_bytes: all.lost_bytes,
+            ..PepkitCounters::default()
+        };
+        for path in self.path_stats.iter_stats() {
+            counters.udp_tx += path.udp_tx;
+            counters.udp_rx += path.udp_rx;
+            counters.sent_packets += path.sent_packets;
+            counters.lost_packets += path.lost_packets;
+            counters.lost_bytes += path.lost_bytes;
+        }
+        if let Some(path) = self.paths.get(&path_id) {
+            if let Some(stats) = self.path_stats.get_ref(path_id) {
+                counters.congestion_events = stats.congestion_events;
+                counters.spurious_congestion_events = stats.spurious_congestion_events;
+            }
+            counters.rtt = path.data.rtt.get();
+            counters.cwnd = path.data.congestion.window();
+        }
+        counters
     }
 
     /// Returns path statistics

@@ -282,6 +282,36 @@ pub struct PathStats {
     pub current_mtu: u16,
 }
 
+/// pepkit: the counters `pepkit-quic` records after every activation of a
+/// connection (PEPKIT.md, item 6), from [`super::Connection::pepkit_counters`].
+///
+/// The connection-wide fields equal those of [`ConnectionStats`]; the path's
+/// equal those of [`PathStats`] for the path asked for (all zero when it does
+/// not exist), without copying and summing the frame counters or asking the
+/// congestion controller for its metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PepkitCounters {
+    /// [`ConnectionStats::udp_tx`].
+    pub udp_tx: UdpStats,
+    /// [`ConnectionStats::udp_rx`].
+    pub udp_rx: UdpStats,
+    /// [`ConnectionStats::sent_packets`].
+    pub sent_packets: u64,
+    /// [`ConnectionStats::lost_packets`].
+    pub lost_packets: u64,
+    /// [`ConnectionStats::lost_bytes`].
+    pub lost_bytes: u64,
+    /// [`PathStats::rtt`] of the path.
+    pub rtt: Duration,
+    /// [`PathStats::cwnd`] of the path.
+    pub cwnd: u64,
+    /// [`PathStats::congestion_events`] of the path.
+    pub congestion_events: u64,
+    /// [`PathStats::spurious_congestion_events`] of the path.
+    pub spurious_congestion_events: u64,
+}
+
 /// Connection statistics.
 ///
 /// The fields here are a sum of the respective fields in the [`PathStats`] for all the
@@ -422,6 +452,11 @@ impl PathStatsMap {
 
     pub(super) fn get(&self, path_id: PathId) -> Option<PathStats> {
         self.0.get(&path_id).copied()
+    }
+
+    /// The [`PathStats`] for the path, by reference (pepkit).
+    pub(super) fn get_ref(&self, path_id: PathId) -> Option<&PathStats> {
+        self.0.get(&path_id)
     }
 
     /// An iterator over all contained [`PathStats`].
