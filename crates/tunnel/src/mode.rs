@@ -137,16 +137,15 @@ pub enum RateSource {
 }
 
 impl RateSource {
-    /// Every reading, each with its name (`pacing`, `sent`).
-    pub const ALL: [(RateSource, &'static str); 2] =
-        [(RateSource::Pacing, "pacing"), (RateSource::Sent, "sent")];
+    /// Every reading.
+    pub const ALL: [RateSource; 2] = [RateSource::Pacing, RateSource::Sent];
 
     /// The reading's name, as scenario files and `--tunnel-rate` write it.
     pub fn name(self) -> &'static str {
-        RateSource::ALL
-            .iter()
-            .find(|(source, _)| *source == self)
-            .map_or("pacing", |(_, name)| name)
+        match self {
+            RateSource::Pacing => "pacing",
+            RateSource::Sent => "sent",
+        }
     }
 }
 
@@ -161,10 +160,12 @@ impl std::str::FromStr for RateSource {
 
     fn from_str(text: &str) -> Result<RateSource, String> {
         RateSource::ALL
-            .iter()
-            .find(|(_, name)| *name == text)
-            .map(|(source, _)| *source)
-            .ok_or_else(|| format!("{text}: one of pacing, sent"))
+            .into_iter()
+            .find(|source| source.name() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = RateSource::ALL.iter().map(|s| s.name()).collect();
+                format!("{text}: one of {}", names.join(", "))
+            })
     }
 }
 
@@ -174,10 +175,14 @@ mod tests {
 
     #[test]
     fn rate_sources_parse_from_their_names() {
-        for (source, name) in RateSource::ALL {
-            assert_eq!(name.parse::<RateSource>(), Ok(source));
-            assert_eq!(source.to_string(), name);
+        for source in RateSource::ALL {
+            assert_eq!(source.name().parse::<RateSource>(), Ok(source));
+            assert_eq!(source.to_string(), source.name());
         }
+        assert_eq!(
+            "bytes".parse::<RateSource>(),
+            Err("bytes: one of pacing, sent".to_string())
+        );
         assert_eq!(RateSource::default().to_string(), "pacing");
         assert!("Sent".parse::<RateSource>().is_err());
     }
