@@ -30,7 +30,7 @@
 use crate::RealClock;
 use crate::driver::{
     DriverError, DriverInterface, Mac, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic,
-    Placement, Routes,
+    Placement, Routes, write_table,
 };
 use crate::sys::command::ip;
 use pemi::{ConnSummary, Pemi, PemiConfig, PemiStats};
@@ -268,17 +268,16 @@ impl PemiDaemon {
     /// Writes the connection table to `log`: a header line, then one JSON
     /// line per connection.
     pub fn dump(&mut self, log: &mut dyn Write) {
-        let connections = self.connections();
-        let _ = writeln!(
+        let lines: Vec<String> = (self.connections().iter())
+            .map(|conn| serde_json::to_string(conn).unwrap_or_default())
+            .collect();
+        write_table(
             log,
-            "pemi: {} connections at {:.3} s",
-            connections.len(),
-            self.driver.clock().now().as_secs_f64()
+            "pemi",
+            "connections",
+            self.driver.clock().now(),
+            &lines,
         );
-        for conn in &connections {
-            let _ = writeln!(log, "{}", serde_json::to_string(conn).unwrap_or_default());
-        }
-        let _ = log.flush();
     }
 
     /// Stops the daemon: the engine, with everything it counted.

@@ -34,6 +34,7 @@
 use crate::RealClock;
 use crate::driver::{
     DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic, Placement,
+    write_table,
 };
 use netsim::{Seed, Time};
 use serde::Serialize;
@@ -277,17 +278,9 @@ impl SidekickDaemon {
     /// Writes the flow table to `log`: a header line, then one line per
     /// flow.
     pub fn dump(&mut self, log: &mut dyn Write) {
-        let flows = self.flows();
-        let _ = writeln!(
-            log,
-            "sidekick-proxy: {} flows at {:.3} s",
-            flows.len(),
-            self.driver.clock().now().as_secs_f64()
-        );
-        for flow in &flows {
-            let _ = writeln!(log, "{}", flow_line(flow));
-        }
-        let _ = log.flush();
+        let lines: Vec<String> = self.flows().iter().map(flow_line).collect();
+        let now = self.driver.clock().now();
+        write_table(log, "sidekick-proxy", "flows", now, &lines);
     }
 
     /// For capacity measurements: with `null` set, frames are received and

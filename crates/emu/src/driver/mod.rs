@@ -94,3 +94,25 @@ pub use middle::{
 };
 pub use middle_stats::MiddleStats;
 pub use periodic::Periodic;
+
+/// Writes a daemon's per-flow table to `log` (the daemons' `dump`, on
+/// SIGUSR1): a header line `"{what}: {n} {rows} at {now} s"`, then one
+/// line per row. Errors are ignored: the log is for a person watching.
+pub fn write_table(
+    log: &mut dyn std::io::Write,
+    what: &str,
+    rows: &str,
+    now: netsim::Time,
+    lines: &[String],
+) {
+    let _ = writeln!(
+        log,
+        "{what}: {} {rows} at {:.3} s",
+        lines.len(),
+        now.as_secs_f64()
+    );
+    for line in lines {
+        let _ = writeln!(log, "{line}");
+    }
+    let _ = log.flush();
+}
