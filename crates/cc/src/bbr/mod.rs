@@ -372,13 +372,15 @@ impl Bbr {
                 self.btlbw.pop_back();
             }
             self.btlbw.push_back((self.round, sample.bytes_per_sec));
-        }
-        while self
-            .btlbw
-            .front()
-            .is_some_and(|&(round, _)| round + BTLBW_ROUNDS <= self.round)
-        {
-            self.btlbw.pop_front();
+            // Entries expire only as a sample enters, as in Linux's
+            // minmax filter: app-limited rounds keep the estimate.
+            while self
+                .btlbw
+                .front()
+                .is_some_and(|&(round, _)| round + BTLBW_ROUNDS <= self.round)
+            {
+                self.btlbw.pop_front();
+            }
         }
         let expired = self
             .rtprop

@@ -175,3 +175,50 @@ fn startup_pacing_never_goes_down_before_the_pipe_fills() {
     bbr.filled_pipe = true;
     assert_eq!(bbr.pacing_rate(), (HIGH_GAIN * 2_500.0 * 0.99) as u64);
 }
+
+/// An application that pauses (here: one packet per 30 ms round, each
+/// app-limited, for 200 rounds) does not lower the bottleneck estimate:
+/// as in Linux, app-limited samples below the estimate leave the filter
+/// alone, and entries expire only when a sample enters it. (Expiring them
+/// on every sample emptied the filter after ten app-limited rounds and
+/// the pacing rate fell to zero: a nested tunnel BBR whose end-to-end
+/// sender sat in ProbeRTT never recovered.)
+#[test]
+fn app_limited_rounds_keep_the_bandwidth_estimate() {
+    let t0 = Instant::now();
+    let mut bbr = Bbr::new(false, Seed::new(1).rng("bbr"), 1200);
+    run(&mut bbr, t0, 20_000, |_| 30_000);
+    let full = bbr.btlbw();
+    assert!((full - 12e6).abs() / 12e6 < 0.02, "{full}");
+    let us = |u: u64| t0 + Duration::from_micros(u);
+    // Acknowledge what `run` left in flight, then go app-limited.
+    for pn in 19_700..20_000 {
+        let now = us(pn * 100 + 30_000);
+        bbr.handle_ack(now, us(pn * 100), 1200, pn, Duration::ZERO);
+        bbr.handle_end_acks(now, 0, pn == 19_999);
+    }
+    let start = 2_030_000;
+    let rounds_before = bbr.round;
+    for k in 0..200u64 {
+        let (pn, sent) = (20_000 + k, us(start + k * 30_000));
+        bbr.handle_sent(sent, 1200, pn);
+        let now = sent + Duration::from_millis(30);
+        bbr.handle_ack(now, sent, 1200, pn, Duration::ZERO);
+        bbr.handle_end_acks(now, 0, true);
+    }
+    assert!(
+        bbr.round >= rounds_before + 150,
+        "{} rounds",
+        bbr.round - rounds_before
+    );
+    assert_eq!(
+        bbr.btlbw(),
+        full,
+        "app-limited samples changed the estimate"
+    );
+    assert!(
+        bbr.pacing_rate() as f64 > 0.5 * full,
+        "{}",
+        bbr.pacing_rate()
+    );
+}
