@@ -353,17 +353,14 @@ impl TimerTable {
                 min = Some(*time);
             }
         }
-        let stack = self.path_timers.stack.iter().flatten().map(|(_, table)| table);
-        let heap = self.path_timers.heap.iter().flat_map(|heap| heap.values());
-        let mut visit = |table: &PathTimerTable| {
+        // `for_each` folds over the stack part, then the heap part (no `Chain::next`).
+        self.path_timers.values().for_each(|table| {
             for time in table.timers.iter().flatten() {
                 if min.is_none_or(|m| *time < m) {
                     min = Some(*time);
                 }
             }
-        };
-        stack.for_each(&mut visit);
-        heap.for_each(&mut visit);
+        });
         min
     }
 
