@@ -1172,20 +1172,23 @@ impl Connection {
     /// doc comment. Maybe that should change. Eventually we'll refactor things for this
     /// panic to go away.
     fn scheduling_info(&self, path_id: PathId) -> PathSchedulingInfo {
-        // Such a space is preferred for SpaceKind::Data frames.
-        let have_validated_status_available_space = self.paths.iter().any(|(path_id, path)| {
-            self.remote_cids.contains_key(path_id)
+        // A validated space with status available is preferred for SpaceKind::Data frames;
+        // any validated space is able to send them. pepkit: both found in one pass over the
+        // paths, the validated flag tested before the two lookups (PEPKIT.md, item 7).
+        let mut have_validated_status_available_space = false;
+        let mut have_validated_space = false;
+        for (path_id, path) in self.paths.iter() {
+            if path.data.validated
+                && self.remote_cids.contains_key(path_id)
                 && !self.abandoned_paths.contains(path_id)
-                && path.data.validated
-                && path.data.local_status() == PathStatus::Available
-        });
-
-        // Such a space is able to send SpaceKind::Data frames.
-        let have_validated_space = self.paths.iter().any(|(path_id, path)| {
-            self.remote_cids.contains_key(path_id)
-                && !self.abandoned_paths.contains(path_id)
-                && path.data.validated
-        });
+            {
+                have_validated_space = true;
+                if path.data.local_status() == PathStatus::Available {
+                    have_validated_status_available_space = true;
+                    break;
+                }
+            }
+        }
 
         let is_handshaking = self.is_handshaking();
         let has_cids = self.remote_cids.contains_key(&path_id);

@@ -345,19 +345,23 @@ impl TimerTable {
     pub(super) fn peek(&self) -> Option<Instant> {
         // TODO: this is currently linear in the number of paths
 
-        let min_generic = self.generic.iter().filter_map(|&x| x).min();
-        let min_path = self
-            .path_timers
-            .values()
-            .flat_map(|p| p.timers.iter().filter_map(|&x| x))
-            .min();
-
-        match (min_generic, min_path) {
-            (None, None) => None,
-            (Some(val), None) => Some(val),
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (None, Some(val)) => Some(val),
+        // pepkit: the same minimum as chaining the iterators and taking `min()`, in
+        // plain loops over the arrays; it runs at least once per poll (PEPKIT.md, item 7).
+        let mut min: Option<Instant> = None;
+        for time in self.generic.iter().flatten() {
+            if min.is_none_or(|m| *time < m) {
+                min = Some(*time);
+            }
         }
+        // `for_each` folds over the stack part, then the heap part (no `Chain::next`).
+        self.path_timers.values().for_each(|table| {
+            for time in table.timers.iter().flatten() {
+                if min.is_none_or(|m| *time < m) {
+                    min = Some(*time);
+                }
+            }
+        });
+        min
     }
 
     /// Remove the next timer up until `now`, including it
