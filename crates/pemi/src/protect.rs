@@ -6,8 +6,9 @@
 //!
 //! A flowlet is finished when a reply is assigned to a later one, or when
 //! no reply can reach it any more: its last packet + RTT + Δmargin (the
-//! exclusion window's end) if it is the only one, plus the tail grace if
-//! later flowlets could still take a late reply of its own. Its losses
+//! exclusion window's end) if it is the only one (and no packet can join
+//! it any more), plus the tail grace if later flowlets could still take a
+//! late reply of its own. Its losses
 //! are retransmitted then, except a trailing run shorter than the
 //! eliciting threshold while the tail grace may still forgive it: that
 //! waits until the grace is over ([`Tail`]).
@@ -396,20 +397,21 @@ impl Protection {
     }
 
     /// When the front flowlet is finished by time, with the current RTT.
-    /// Alone, at the end of the exclusion window: from then on every reply
-    /// is excluded (§4.2.2) until a new flowlet starts, so its inference
+    /// Alone, at the end of the exclusion window, or once no packet can
+    /// join it any more if that is later: from then on every reply is
+    /// excluded (§4.2.2) until a new flowlet starts, so its inference
     /// cannot change and its losses are due (§4.3.2: at once). With later
     /// flowlets a late reply may still be assigned to it (the paper
     /// finishes it when one is assigned to a later flowlet): the window's
     /// end plus the tail grace.
     fn front_deadline(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
         let front = self.flowlets.front()?;
-        let margin = config.margin(self.timeout(config, path));
-        let grace = match self.flowlets.len() {
-            1 => Duration::ZERO,
-            _ => config.tail_grace.unwrap_or_default(),
-        };
-        Some(front.last + path.srtt() + margin + grace)
+        let timeout = self.timeout(config, path);
+        let window_end = front.last + path.srtt() + config.margin(timeout);
+        Some(match self.flowlets.len() {
+            1 => window_end.max(front.last + timeout),
+            _ => window_end + config.tail_grace.unwrap_or_default(),
+        })
     }
 
     /// The next time [`Protection::on_timer`] has work.

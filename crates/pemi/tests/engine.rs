@@ -99,6 +99,32 @@ fn the_next_flowlets_reply_finishes_a_flowlet_early() {
     assert_eq!(copies[0].0, at_ms(428.5));
 }
 
+/// A flowlet alone is finished at the end of its exclusion window only if
+/// no packet can join it any more: with packets 15 ms apart the flowlet
+/// timeout (α · sINV, 30 ms) outlasts the window (RTT 10 ms + Δmargin
+/// 15 ms), and a packet 27 ms after the last still belongs to it.
+#[test]
+fn a_flowlet_that_can_still_grow_is_not_finished() {
+    let mut h = protected(PemiConfig::default());
+    let mut events = Vec::new();
+    for k in 0..40u32 {
+        let t = 400.0 + 15.0 * f64::from(k);
+        events.push((at_ms(t), SERVER_SIDE, data(1000 + k)));
+        events.push((at_ms(t + 10.5), CLIENT_SIDE, ack(1000 + k)));
+    }
+    h.play(events);
+    let before = h.pemi.stats().flowlets;
+    // The last packet was at 985 ms; the next comes 27 ms later.
+    h.play(vec![
+        (at_ms(1012.0), SERVER_SIDE, data(2000)),
+        (at_ms(1022.5), CLIENT_SIDE, ack(2000)),
+    ]);
+    h.advance(at_ms(1200.0));
+    let stats = h.pemi.stats();
+    assert_eq!(stats.flowlets, before, "{stats:?}");
+    assert!(h.copies().is_empty());
+}
+
 #[test]
 fn a_threshold_two_receiver_is_not_retransmitted_to_for_its_aggregation() {
     let mut h = Harness::new(PemiConfig::default());
