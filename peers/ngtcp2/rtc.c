@@ -19,6 +19,12 @@
  *   {"peer":"ngtcp2","mode":"rtc","frames":[[INDEX,GENERATED_NS,ARRIVED_NS],...]}
  * Frames that have not arrived by the timeout are left out (pepkit counts
  * them as missing). Congestion control is ngtcp2's default, CUBIC.
+ *
+ * Diagnostics: with PEPKIT_NGTCP2_CCLOG set to a file name, every
+ * connection of the process appends ngtcp2's log lines about losses and the
+ * congestion window to it (declared losses, window reductions, restored
+ * windows after a spurious loss, the window after each ACK). Unset, the
+ * default, ngtcp2 is given no log function at all.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +33,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,8 +452,29 @@ static int feed(struct peer *p, const uint8_t *buf, size_t len) {
   return rv;
 }
 
+static FILE *cclog; /* PEPKIT_NGTCP2_CCLOG, opened on first use */
+
+/* ngtcp2's log function when PEPKIT_NGTCP2_CCLOG is set: keeps the lines
+ * about losses and the congestion window, each after the Unix time in ns. */
+static void cc_log(void *user_data, const char *format, ...) {
+  (void)user_data;
+  char line[1024];
+  va_list ap;
+  va_start(ap, format);
+  int n = vsnprintf(line, sizeof(line), format, ap);
+  va_end(ap);
+  if (n < 0 || !cclog) return;
+  if (strstr(line, " lost type=") || strstr(line, "cwnd="))
+    fprintf(cclog, "%" PRIu64 " %s\n", clock_ns(CLOCK_REALTIME), line);
+}
+
 static void transport_settings(ngtcp2_settings *s, ngtcp2_transport_params *t) {
   ngtcp2_settings_default(s); /* cc_algo = NGTCP2_CC_ALGO_CUBIC */
+  const char *path = getenv("PEPKIT_NGTCP2_CCLOG");
+  if (path && *path) {
+    if (!cclog && (cclog = fopen(path, "a"))) setvbuf(cclog, NULL, _IOLBF, 0);
+    if (cclog) s->log_printf = cc_log;
+  }
   s->initial_ts = mono();
   ngtcp2_transport_params_default(t);
   t->max_idle_timeout = IDLE_TIMEOUT;

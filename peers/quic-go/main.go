@@ -16,6 +16,12 @@
 // client records each frame's arrival (the FIN) and prints every frame's
 // index, generation and arrival time; delay and jitter are computed by
 // pepkit from them, as for its own endpoints.
+//
+// Diagnostics: with PEPKIT_QLOGDIR set (and not empty), every connection
+// of this process, client or server, writes a qlog file to that directory
+// (quic-go's qlog.DefaultConnectionTracer, <odcid>_<client|server>.sqlog).
+// Unset, which is what peers/run and pepkit pass unless asked, no tracer
+// is installed and nothing is written.
 package main
 
 import (
@@ -38,6 +44,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
 )
 
 const alpn = "pepkit-bulk"
@@ -91,6 +98,18 @@ func main() {
 	}
 }
 
+// config is the quic.Config every connection starts from: quic-go's
+// defaults, plus a qlog tracer when PEPKIT_QLOGDIR names a directory.
+func config() *quic.Config {
+	conf := &quic.Config{}
+	if dir := os.Getenv("PEPKIT_QLOGDIR"); dir != "" {
+		// DefaultConnectionTracer reads its directory from QLOGDIR.
+		os.Setenv("QLOGDIR", dir)
+		conf.Tracer = qlog.DefaultConnectionTracer
+	}
+	return conf
+}
+
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: quicgo-bulk server --listen IP:PORT\n"+
 		"       quicgo-bulk client --connect IP:PORT --size BYTES [--upload] [--timeout SECONDS]\n"+
@@ -106,7 +125,7 @@ func client(addr string, size uint64, upload bool, timeout time.Duration) error 
 	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}
 
 	start := time.Now() // before the handshake, as peers/run specifies
-	conn, err := quic.DialAddr(ctx, addr, tlsConf, nil)
+	conn, err := quic.DialAddr(ctx, addr, tlsConf, config())
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", addr, err)
 	}
@@ -195,7 +214,7 @@ func server(addr string) error {
 		return err
 	}
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{alpn}}
-	ln, err := quic.ListenAddr(addr, tlsConf, nil)
+	ln, err := quic.ListenAddr(addr, tlsConf, config())
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
@@ -314,7 +333,8 @@ func rtcClient(addr string, frames uint64, fps, size uint32, timeout time.Durati
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}
-	conf := &quic.Config{MaxIncomingUniStreams: 1 << 16}
+	conf := config()
+	conf.MaxIncomingUniStreams = 1 << 16
 	conn, err := quic.DialAddr(ctx, addr, tlsConf, conf)
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", addr, err)

@@ -17,7 +17,9 @@
 //! flowlet, shorter than the threshold, is followed by no matched reply
 //! of its own flowlet — its ACK waits for the receiver's timer or for the
 //! next packets — so it is forgiven when the receiver sent anything within
-//! `max_ack_delay` of when its reply was due.
+//! `max_ack_delay` of when its reply was due. Until then it is
+//! [`Verdict::tail`]: lost only if that reply does not come, decided apart
+//! from the rest of the flowlet, whose losses need not wait for it.
 
 use crate::matching::{Estimate, Matching, Scratch, match_flowlet};
 use netsim::Time;
@@ -44,6 +46,10 @@ pub(crate) struct Context {
 pub(crate) struct Verdict {
     /// Indices of the packets inferred lost.
     pub(crate) lost: Vec<usize>,
+    /// The packets of `lost` that `tail_replied` would forgive (empty when
+    /// it is set): the flowlet's trailing run shorter than the threshold,
+    /// lost only if the receiver's timer does not answer it.
+    pub(crate) tail: Vec<usize>,
     /// RTT samples from matched pairs.
     pub(crate) samples: Vec<Duration>,
     /// Replies that were matched.
@@ -61,6 +67,7 @@ pub(crate) struct Buffers {
     keep: Vec<usize>,
     kept_sent: Vec<Time>,
     kept_replied: Vec<bool>,
+    graced: Vec<bool>,
     matching: Scratch,
 }
 
@@ -97,6 +104,7 @@ pub(crate) fn infer_into(
 ) {
     let n = sent.len();
     verdict.lost.clear();
+    verdict.tail.clear();
     verdict.samples.clear();
     verdict.matched = 0;
     verdict.unmatched = false;
@@ -110,12 +118,17 @@ pub(crate) fn infer_into(
         keep,
         kept_sent,
         kept_replied,
+        graced,
         matching,
     } = buffers;
     match match_flowlet(sent, replies, estimate, matching) {
         Matching::NoReplies => {
-            if !(n < context.threshold && context.tail_replied) {
+            let short = n < context.threshold;
+            if !(short && context.tail_replied) {
                 verdict.lost.extend((0..n).filter(|&i| !copies[i]));
+            }
+            if short && !context.tail_replied {
+                verdict.tail.extend_from_slice(&verdict.lost);
             }
             return;
         }
@@ -147,24 +160,38 @@ pub(crate) fn infer_into(
     // Unanswered copies are neutral: taken out before the scan.
     keep.clear();
     keep.extend((0..n).filter(|&i| replied[i] || !copies[i]));
-    if keep.len() < n {
-        kept_sent.clear();
-        kept_sent.extend(keep.iter().map(|&i| sent[i]));
-        kept_replied.clear();
-        kept_replied.extend(keep.iter().map(|&i| replied[i]));
-        forgive_short_runs(kept_replied, context);
-        forgive_close_packets(kept_sent, kept_replied, context.close_interval);
-        verdict.lost.extend(
+    kept_sent.clear();
+    kept_sent.extend(keep.iter().map(|&i| sent[i]));
+    kept_replied.clear();
+    kept_replied.extend(keep.iter().map(|&i| replied[i]));
+    graced.clear();
+    graced.extend_from_slice(kept_replied);
+    forgive(kept_sent, kept_replied, context);
+    verdict.lost.extend(
+        keep.iter()
+            .zip(kept_replied.iter())
+            .filter(|(_, r)| !**r)
+            .map(|(&i, _)| i),
+    );
+    if !context.tail_replied && !verdict.lost.is_empty() {
+        let with_tail = Context {
+            tail_replied: true,
+            ..*context
+        };
+        forgive(kept_sent, graced, &with_tail);
+        verdict.tail.extend(
             keep.iter()
-                .zip(kept_replied.iter())
-                .filter(|(_, r)| !**r)
+                .zip(kept_replied.iter().zip(graced.iter()))
+                .filter(|(_, (r, g))| !**r && **g)
                 .map(|(&i, _)| i),
         );
-        return;
     }
+}
+
+/// Both rules of §4.3.1 on the replied flags of packets sent at `sent`.
+fn forgive(sent: &[Time], replied: &mut [bool], context: &Context) {
     forgive_short_runs(replied, context);
     forgive_close_packets(sent, replied, context.close_interval);
-    verdict.lost.extend((0..n).filter(|&i| !replied[i]));
 }
 
 /// Figure 7's two-pointer scan: each maximal unreplied run `[l, r)` shorter
@@ -300,12 +327,42 @@ mod tests {
         // receiver's ACK timer.
         let sent: Vec<Time> = (0..11).map(Time::from_millis).collect();
         let replies: Vec<Time> = (0..5).map(|k| Time::from_millis(2 * k + 11)).collect();
-        assert_eq!(infer_with(&sent, &replies, &context(2)).lost, vec![10]);
+        let v = infer_with(&sent, &replies, &context(2));
+        assert_eq!((v.lost, v.tail), (vec![10], vec![10]));
         let graced = Context {
             tail_replied: true,
             ..context(2)
         };
-        assert!(infer_with(&sent, &replies, &graced).lost.is_empty());
+        let v = infer_with(&sent, &replies, &graced);
+        assert!(v.lost.is_empty() && v.tail.is_empty());
+    }
+
+    /// Only the trailing run shorter than the threshold waits for the
+    /// grace: a loss earlier in the flowlet, or a trailing run as long as
+    /// the threshold, is lost whatever the receiver's timer says.
+    #[test]
+    fn the_tail_is_only_the_short_trailing_run() {
+        // Ten packets 1 ms apart, threshold 2; replies to 1, 3 and 7: the
+        // run 4–6 is lost, and so is the trailing run 8–9, as long as the
+        // threshold: nothing waits for the grace.
+        let sent: Vec<Time> = (0..10).map(Time::from_millis).collect();
+        let replies = at(&[11.0, 13.0, 17.0]);
+        let v = infer_with(&sent, &replies, &context(2));
+        assert_eq!(v.lost, vec![4, 5, 6, 8, 9]);
+        assert!(v.tail.is_empty(), "{v:?}");
+        // Nine packets: 8 alone trails the reply to 7.
+        let v = infer_with(&sent[..9], &replies, &context(2));
+        assert_eq!((v.lost, v.tail), (vec![4, 5, 6, 8], vec![8]));
+        // A lone packet with no reply, threshold 2: the tail; threshold 1:
+        // lost outright.
+        let lone = at(&[0.0]);
+        let v = infer_with(&lone, &[], &context(2));
+        assert_eq!((v.lost, v.tail), (vec![0], vec![0]));
+        let v = infer_with(&lone, &[], &context(1));
+        assert_eq!((v.lost, v.tail), (vec![0], vec![]));
+        // Two packets, no reply, threshold 2: lost outright.
+        let v = infer_with(&sent[..2], &[], &context(2));
+        assert_eq!((v.lost, v.tail), (vec![0, 1], vec![]));
     }
 
     #[test]

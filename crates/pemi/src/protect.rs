@@ -6,7 +6,12 @@
 //!
 //! A flowlet is finished when a reply is assigned to a later one, or when
 //! no reply can reach it any more: its last packet + RTT + Δmargin (the
-//! exclusion window's end), plus the tail grace when there is one.
+//! exclusion window's end) if it is the only one (and no packet can join
+//! it any more), plus the tail grace if later flowlets could still take a
+//! late reply of its own. Its losses
+//! are retransmitted then, except a trailing run shorter than the
+//! eliciting threshold while the tail grace may still forgive it: that
+//! waits until the grace is over ([`Tail`]).
 
 use crate::Side;
 use crate::config::PemiConfig;
@@ -116,6 +121,17 @@ impl ReplyRatio {
     }
 }
 
+/// A finished flowlet's trailing packet whose reply is the receiver's ACK
+/// timer's: lost unless the receiver sends anything within `[from,
+/// until]`, decided at `until` (the tail grace, docs/pemi.md). A run
+/// shorter than the threshold (at most 2) is one packet.
+#[derive(Clone, Debug)]
+struct Tail {
+    from: Time,
+    until: Time,
+    packet: Sent,
+}
+
 /// A reply held back behind later ones.
 #[derive(Clone, Debug)]
 struct Held {
@@ -139,6 +155,9 @@ pub(crate) struct Protection {
     pub(crate) resent: u64,
     buffered: usize,
     recent: VecDeque<Time>,
+    /// Trailing packets of finished flowlets waiting for the tail grace,
+    /// in order of `until` (at most `max_flowlets`).
+    tails: VecDeque<Tail>,
     copa: Copa,
     enforcer: Enforcer,
     held: Option<Held>,
@@ -160,6 +179,7 @@ impl Protection {
             resent: 0,
             buffered: 0,
             recent: VecDeque::new(),
+            tails: VecDeque::new(),
             copa: Copa::new(config.initial_cwnd, config.copa_delta_percent),
             enforcer: Enforcer::default(),
             held: None,
@@ -210,6 +230,7 @@ impl Protection {
         for flowlet in self.flowlets.drain(..) {
             env.work.pool.recycle(flowlet);
         }
+        self.tails.clear();
         if let Some(held) = self.held.take() {
             env.out.push_back(Transmit::at(env.now, held.datagram));
         }
@@ -376,23 +397,35 @@ impl Protection {
     }
 
     /// When the front flowlet is finished by time, with the current RTT.
+    /// Alone, at the end of the exclusion window, or once no packet can
+    /// join it any more if that is later: from then on every reply is
+    /// excluded (§4.2.2) until a new flowlet starts, so its inference
+    /// cannot change and its losses are due (§4.3.2: at once). With later
+    /// flowlets a late reply may still be assigned to it (the paper
+    /// finishes it when one is assigned to a later flowlet): the window's
+    /// end plus the tail grace.
     fn front_deadline(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
         let front = self.flowlets.front()?;
-        let margin = config.margin(self.timeout(config, path));
-        let grace = config.tail_grace.unwrap_or_default();
-        Some(front.last + path.srtt() + margin + grace)
+        let timeout = self.timeout(config, path);
+        let window_end = front.last + path.srtt() + config.margin(timeout);
+        Some(match self.flowlets.len() {
+            1 => window_end.max(front.last + timeout),
+            _ => window_end + config.tail_grace.unwrap_or_default(),
+        })
     }
 
     /// The next time [`Protection::on_timer`] has work.
     pub(crate) fn next_wake(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
         let flowlet = self.front_deadline(config, path);
         let held = self.held.as_ref().map(|h| h.deadline);
+        let tail = self.tails.front().map(|t| t.until);
         let probe = self.next_probe.filter(|&at| at <= self.active_until);
-        [flowlet, held, probe].into_iter().flatten().min()
+        [flowlet, held, tail, probe].into_iter().flatten().min()
     }
 
-    /// Finishes the flowlets no reply can reach any more and releases a
-    /// held reply whose time is up.
+    /// Finishes the flowlets no reply can reach any more, decides the
+    /// trailing packets whose grace is over and releases a held reply
+    /// whose time is up.
     pub(crate) fn on_timer(&mut self, env: &mut Env<'_>, path: &mut Path<'_>) {
         while self
             .front_deadline(env.config, path)
@@ -402,6 +435,11 @@ impl Protection {
                 self.finish(env, path, done);
             }
         }
+        while self.tails.front().is_some_and(|t| t.until <= env.now) {
+            if let Some(tail) = self.tails.pop_front() {
+                self.decide_tail(env, path, tail);
+            }
+        }
         if self.held.as_ref().is_some_and(|h| h.deadline <= env.now)
             && let Some(held) = self.held.take()
         {
@@ -409,14 +447,17 @@ impl Protection {
         }
     }
 
-    /// Whether the receiver sent anything when `flowlet`'s trailing
-    /// packets would be acknowledged by its ACK timer: after the
-    /// flowlet's own replies, from its last packet + RTT − Δmargin to
-    /// + Δmargin + the grace.
-    fn tail_replied(&self, config: &PemiConfig, path: &Path<'_>, flowlet: &Flowlet) -> bool {
-        let Some(grace) = config.tail_grace else {
-            return false;
-        };
+    /// When `flowlet`'s trailing packets would be acknowledged by the
+    /// receiver's ACK timer: after the flowlet's own replies, from its
+    /// last packet + RTT − Δmargin to + Δmargin + the grace (`None`
+    /// without a grace).
+    fn tail_window(
+        &self,
+        config: &PemiConfig,
+        path: &Path<'_>,
+        flowlet: &Flowlet,
+    ) -> Option<(Time, Time)> {
+        let grace = config.tail_grace?;
         let rtt = path.srtt();
         let margin = config.margin(self.timeout(config, path));
         let due = flowlet.last + rtt;
@@ -425,8 +466,36 @@ impl Protection {
             .replies
             .last()
             .map_or(from, |&r| from.max(r + Duration::from_nanos(1)));
-        let until = due + margin + grace;
+        Some((from, due + margin + grace))
+    }
+
+    /// Whether the receiver sent anything from `from` to `until`.
+    fn replied_within(&self, (from, until): (Time, Time)) -> bool {
         self.recent.iter().any(|&t| t >= from && t <= until)
+    }
+
+    /// A trailing packet whose grace is over: forgiven if the receiver
+    /// answered in its window, else lost and retransmitted.
+    fn decide_tail(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, mut tail: Tail) {
+        let bytes = tail.packet.copy.as_ref().map_or(0, Bytes::len);
+        if !self.replied_within((tail.from, tail.until)) {
+            self.lost(env, path, &mut tail.packet);
+        }
+        self.unbuffer(env, bytes);
+    }
+
+    /// A packet inferred lost: counted, retransmitted if the rules allow,
+    /// recorded.
+    fn lost(&mut self, env: &mut Env<'_>, path: &Path<'_>, packet: &mut Sent) {
+        env.stats.inferred_lost += 1;
+        let retransmitted = self.retransmit(env, path, packet);
+        if let Some(record) = env.record.as_mut() {
+            record.inferred(Inferred {
+                at: env.now,
+                fingerprint: packet.fingerprint,
+                retransmitted,
+            });
+        }
     }
 
     /// §4.3: a finished flowlet's inference, retransmissions and samples.
@@ -436,12 +505,13 @@ impl Protection {
             env.work.pool.recycle(flowlet);
             return;
         }
+        let window = self.tail_window(env.config, path, &flowlet);
         let context = Context {
             srtt: path.srtt(),
             threshold: self.threshold(env.config),
             close_interval: env.config.close_interval,
             width_ratio_percent: env.config.width_ratio_percent,
-            tail_replied: self.tail_replied(env.config, path, &flowlet),
+            tail_replied: window.is_some_and(|w| self.replied_within(w)),
         };
         let mut verdict = std::mem::take(&mut env.work.verdict);
         let Work {
@@ -462,6 +532,12 @@ impl Protection {
             buffers,
             &mut verdict,
         );
+        // The trailing run the grace may still forgive waits for it; the
+        // flowlet's other losses go now.
+        let wait = window.filter(|&(_, until)| env.now < until && !verdict.tail.is_empty());
+        if wait.is_none() {
+            verdict.tail.clear();
+        }
         if let Some(record) = env.record.as_mut() {
             record.flowlet(FlowletTrace {
                 finished: env.now,
@@ -471,6 +547,7 @@ impl Protection {
                 sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
                 replies: flowlet.replies.clone(),
                 lost: verdict.lost.clone(),
+                waiting: verdict.tail.clone(),
             });
         }
         if verdict.unmatched {
@@ -481,15 +558,27 @@ impl Protection {
         }
         for &index in &verdict.lost {
             let packet = &mut flowlet.sent[index];
-            env.stats.inferred_lost += 1;
-            let retransmitted = self.retransmit(env, path, packet);
-            if let Some(record) = env.record.as_mut() {
-                record.inferred(Inferred {
-                    at: env.now,
-                    fingerprint: packet.fingerprint,
-                    retransmitted,
-                });
+            if let Some((from, until)) = wait.filter(|_| verdict.tail.contains(&index)) {
+                let bytes = packet.copy.as_ref().map_or(0, Bytes::len);
+                self.buffer(env, bytes);
+                let at = self.tails.partition_point(|t| t.until <= until);
+                let packet = packet.clone();
+                self.tails.insert(
+                    at,
+                    Tail {
+                        from,
+                        until,
+                        packet,
+                    },
+                );
+                if self.tails.len() > env.config.max_flowlets
+                    && let Some(oldest) = self.tails.pop_front()
+                {
+                    self.decide_tail(env, path, oldest);
+                }
+                continue;
             }
+            self.lost(env, path, packet);
         }
         env.work.verdict = verdict;
         env.work.pool.recycle(flowlet);

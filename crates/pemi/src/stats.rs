@@ -108,6 +108,9 @@ pub struct FlowletTrace {
     pub replies: Vec<Time>,
     /// Indices of the packets inferred lost.
     pub lost: Vec<usize>,
+    /// Those of `lost` that waited for the tail grace instead of being
+    /// retransmitted at once (decided when it is over).
+    pub waiting: Vec<usize>,
 }
 
 /// The record kept with [`crate::PemiConfig::record`]: every protected

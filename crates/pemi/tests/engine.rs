@@ -67,9 +67,11 @@ fn a_lost_packet_is_retransmitted_once_byte_identical() {
     let ids: Vec<u32> = copies.iter().map(|(_, d)| id_of(d)).collect();
     assert_eq!(ids, vec![1003, 1007]);
     assert_eq!(copies[0].1, data(1003));
-    // At the flowlet's end: last packet + RTT + Δmargin + the tail grace.
+    // The flowlet is alone: at the end of its exclusion window, last
+    // packet (409 ms) + RTT (10 ms) + Δmargin, not after the tail grace
+    // (25 ms) too.
     for (t, _) in &copies {
-        assert!(*t > at_ms(430.0) && *t < at_ms(460.0), "{t}");
+        assert!(*t > at_ms(419.0) && *t < at_ms(425.0), "{t}");
     }
     // No reply to the copies either: they are not sent again.
     h.advance(at_ms(1100.0));
@@ -83,15 +85,44 @@ fn a_lost_packet_is_retransmitted_once_byte_identical() {
 #[test]
 fn the_next_flowlets_reply_finishes_a_flowlet_early() {
     let mut h = protected(PemiConfig::default());
-    // The next flowlet starts 30 ms later; its first reply (at 340.5 ms)
-    // projects onto it and finishes the first before its timer would.
+    // The next flowlet starts 9 ms after the first's last packet, before
+    // the first's exclusion window ends (about 422 ms): a late reply could
+    // still be the first's, so its timer waits for the tail grace too. The
+    // next flowlet's first reply (at 428.5 ms) projects onto it and
+    // finishes the first before that timer.
     let mut events = flowlet_events(400.0, 1000, &[4], 1);
-    events.extend(flowlet_events(430.0, 2000, &[], 1));
+    events.extend(flowlet_events(418.0, 2000, &[], 1));
     h.play(events);
     let copies = h.copies();
     let ids: Vec<u32> = copies.iter().map(|(_, d)| id_of(d)).collect();
     assert_eq!(ids, vec![1004], "{:?}", h.pemi.stats());
-    assert_eq!(copies[0].0, at_ms(440.5));
+    assert_eq!(copies[0].0, at_ms(428.5));
+}
+
+/// A flowlet alone is finished at the end of its exclusion window only if
+/// no packet can join it any more: with packets 15 ms apart the flowlet
+/// timeout (α · sINV, 30 ms) outlasts the window (RTT 10 ms + Δmargin
+/// 15 ms), and a packet 27 ms after the last still belongs to it.
+#[test]
+fn a_flowlet_that_can_still_grow_is_not_finished() {
+    let mut h = protected(PemiConfig::default());
+    let mut events = Vec::new();
+    for k in 0..40u32 {
+        let t = 400.0 + 15.0 * f64::from(k);
+        events.push((at_ms(t), SERVER_SIDE, data(1000 + k)));
+        events.push((at_ms(t + 10.5), CLIENT_SIDE, ack(1000 + k)));
+    }
+    h.play(events);
+    let before = h.pemi.stats().flowlets;
+    // The last packet was at 985 ms; the next comes 27 ms later.
+    h.play(vec![
+        (at_ms(1012.0), SERVER_SIDE, data(2000)),
+        (at_ms(1022.5), CLIENT_SIDE, ack(2000)),
+    ]);
+    h.advance(at_ms(1200.0));
+    let stats = h.pemi.stats();
+    assert_eq!(stats.flowlets, before, "{stats:?}");
+    assert!(h.copies().is_empty());
 }
 
 #[test]
@@ -131,8 +162,38 @@ fn a_threshold_two_receiver_is_not_retransmitted_to_for_its_aggregation() {
     events.push((at_ms(744.5), CLIENT_SIDE, ack(3009)));
     h.play(events);
     h.advance(at_ms(900.0));
-    let ids: Vec<u32> = h.copies().iter().map(|(_, d)| id_of(d)).collect();
+    let copies = h.copies();
+    let ids: Vec<u32> = copies.iter().map(|(_, d)| id_of(d)).collect();
     assert_eq!(ids, vec![3004, 3005]);
+    // 4 and 5 go when the flowlet's exclusion window ends (last packet
+    // 709 ms + RTT 10 ms + Δmargin), without waiting for the lone 9's
+    // grace: the receiver's timer can only forgive 9.
+    for (t, _) in &copies {
+        assert!(*t > at_ms(719.0) && *t < at_ms(725.0), "{t}");
+    }
+    // The same, but the timer's ACK for 9 never comes: 9 is retransmitted
+    // when its grace is over (its reply due at 719 ms, + Δmargin + 25 ms).
+    let mut events: Vec<Event> = (0..10)
+        .map(|k| (at_ms(1000.0 + f64::from(k)), SERVER_SIDE, data(4000 + k)))
+        .collect();
+    for k in [1u32, 3, 6, 8] {
+        events.push((at_ms(1010.5 + f64::from(k)), CLIENT_SIDE, ack(4000 + k)));
+    }
+    h.play(events);
+    h.advance(at_ms(1200.0));
+    let late: Vec<(Time, u32)> = h
+        .copies()
+        .iter()
+        .map(|(t, d)| (*t, id_of(d)))
+        .filter(|&(_, id)| id >= 4000)
+        .collect();
+    let ids: Vec<u32> = late.iter().map(|&(_, id)| id).collect();
+    assert_eq!(ids, vec![4004, 4005, 4009]);
+    assert!(late[0].0 < at_ms(1025.0), "{late:?}");
+    assert!(
+        late[2].0 > at_ms(1044.0) && late[2].0 < at_ms(1050.0),
+        "{late:?}"
+    );
 }
 
 #[test]
