@@ -268,7 +268,9 @@ impl PemiDaemon {
     /// Writes the connection table to `log`: a header line, then one JSON
     /// line per connection.
     pub fn dump(&mut self, log: &mut dyn Write) {
-        let lines: Vec<String> = (self.connections().iter())
+        let connections = self.connections();
+        let lines: Vec<String> = connections
+            .iter()
             .map(|conn| serde_json::to_string(conn).unwrap_or_default())
             .collect();
         write_table(
