@@ -49,6 +49,16 @@ HIGH_WATER = 8 * 1024 * 1024
 # the peers are comparable on paths with a large bandwidth-delay product.
 MAX_DATA = 15 * 1024 * 1024
 MAX_STREAM_DATA = 6 * 1024 * 1024
+# CUBIC, as the other stacks use (PEMI §6: "all endpoints CUBIC"); aioquic's
+# default is NewReno.
+CONGESTION_CONTROL = "cubic"
+
+
+def configuration(is_client):
+    """Every connection's settings: ALPN, the receive windows, CUBIC."""
+    return QuicConfiguration(is_client=is_client, alpn_protocols=[ALPN],
+                             max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA,
+                             congestion_control_algorithm=CONGESTION_CONTROL)
 
 
 class BulkProtocol(QuicConnectionProtocol):
@@ -215,8 +225,7 @@ async def rtc_client(addr, frames, fps, size, timeout):
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda loop, ctx: None if isinstance(
         ctx.get("exception"), ConnectionError) else loop.default_exception_handler(ctx))
-    config = QuicConfiguration(is_client=True, alpn_protocols=[ALPN],
-                               max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA)
+    config = configuration(is_client=True)
     config.verify_mode = ssl.CERT_NONE
     async with connect(host, port, configuration=config, create_protocol=RtcClientProtocol) as proto:
         proto.expected = frames
@@ -244,8 +253,7 @@ async def client(addr, size, upload):
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(lambda loop, ctx: None if isinstance(
         ctx.get("exception"), ConnectionError) else loop.default_exception_handler(ctx))
-    config = QuicConfiguration(is_client=True, alpn_protocols=[ALPN],
-                               max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA)
+    config = configuration(is_client=True)
     config.verify_mode = ssl.CERT_NONE  # the server's certificate is self-signed
     start = time.perf_counter()  # before the handshake, as peers/run specifies
     async with connect(host, port, configuration=config, create_protocol=ClientProtocol) as proto:
@@ -284,8 +292,7 @@ def self_signed():
 
 async def server(addr):
     host, port = split_addr(addr)
-    config = QuicConfiguration(is_client=False, alpn_protocols=[ALPN],
-                               max_data=MAX_DATA, max_stream_data=MAX_STREAM_DATA)
+    config = configuration(is_client=False)
     config.certificate, config.private_key = self_signed()
     srv = await serve(host, port, configuration=config, create_protocol=ServerProtocol)
     stop = asyncio.Event()

@@ -150,9 +150,11 @@ fn peer_through_path(peer: &str) {
             eprintln!("{peer} upload={upload} proxy={proxy}: {line} {proxy_stats:?}");
             assert_eq!(line["bytes"].as_u64(), Some(SIZE), "{line}");
             if let Some(stats) = proxy_stats {
-                // It saw the flow (it sniffs every packet) but the flow
+                // It saw the flow (it sniffs every packet the client sends:
+                // an upload's ~700 data packets, a download's ACKs, which
+                // aioquic's client sends for every 3–4 packets) but the flow
                 // never asked: no reply, no quACK, no flow state.
-                assert!(stats["datagrams"].as_u64() > Some(300), "{stats}");
+                assert!(stats["datagrams"].as_u64() > Some(100), "{stats}");
                 assert_eq!(stats["requests"].as_u64(), Some(0), "{stats}");
                 assert_eq!(stats["replies"].as_u64(), Some(0), "{stats}");
                 assert_eq!(stats["quacks"].as_u64(), Some(0), "{stats}");
