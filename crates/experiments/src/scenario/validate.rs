@@ -344,7 +344,8 @@ impl RawScenario {
             if end.controller.is_some() || end.ack_frequency.is_some() {
                 return fail(
                     &format!("{who}.stack"),
-                    "an independent stack runs with its own settings (CUBIC, its own ACKs):                      no `controller` or `ack_frequency`",
+                    "an independent stack runs with its own settings (its congestion control, \
+                     its ACKs): no `controller` or `ack_frequency`",
                 );
             }
         }
