@@ -3,10 +3,12 @@
 //! With `connections = "each"`, every flow opens a connection of its own
 //! (fresh slow start, as the Proteus paper's §3 short TCP flows), its
 //! response size uniform between `response` and `response_max`.
+//! With `measure` (one connection only), the server's RTT percentiles
+//! over the window (`rtt_p50_ms`, `rtt_p95_ms`, `rtt_p99_ms`, `rtt_min_ms`).
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
 use crate::figure::Plot;
-use crate::outcome::{TrialResult, add_distribution, add_error};
+use crate::outcome::{TrialResult, add_distribution, add_error, add_rtts};
 use crate::units::{Bytes, Span};
 use quic::{
     Arrival, ConnectionArrivals, QuicClient, QuicServer, ShortFlowsClient, ShortFlowsReport,
@@ -253,6 +255,15 @@ impl WorkloadKind for ShortFlows {
             let total: f64 = report.fcts.iter().map(|d| d.as_secs_f64()).sum();
             let mean_ms = total * 1000.0 / report.fcts.len() as f64;
             result.set(names.metric("fct_mean_ms"), mean_ms);
+        }
+        // With a measurement window: the RTTs of the packets the server,
+        // which sends the responses, saw acknowledged in it (TECC's
+        // Figure 2b, the end-to-end packet delay from the server's view).
+        if view.measure.is_some()
+            && let Some(server) =
+                downcast::<QuicServer<ShortFlowsServerFactory>>(view.server, "server", result)
+        {
+            add_rtts(result, names, server.records().next());
         }
         FlowOutcome {
             completed: report.flows.len() == self.count,
