@@ -236,8 +236,19 @@ impl Conn {
         }
         match protection.next_probe {
             Some(at) if at > now => None,
-            // Idle for an end-to-end RTT: no probes until it is active.
-            _ if protection.active_until < now => None,
+            // Idle for an end-to-end RTT: no probes until it is active. A
+            // probe that fell due while it was still active, its timer
+            // handled late (as real mode's can be), is dropped: left due,
+            // it would re-arm the engine's timer in the past for ever.
+            _ if protection.active_until < now => {
+                if protection
+                    .next_probe
+                    .is_some_and(|at| at <= protection.active_until)
+                {
+                    protection.next_probe = None;
+                }
+                None
+            }
             _ => {
                 protection.next_probe = Some(now + e2e);
                 Some(match protection.sender.other() {
