@@ -213,14 +213,23 @@ fn retransmissions_stop_at_ten_percent_of_the_forwarded_packets() {
     assert!(h.pemi.stats().withheld_cap > 0);
 }
 
+/// Where PEMI's ICMP probes come from in these tests.
+fn probe_addr() -> IpAddr {
+    "10.255.255.2".parse().unwrap()
+}
+
+/// [`protected`], with ICMP probes from [`probe_addr`].
+fn protected_with_probes() -> Harness {
+    protected(PemiConfig {
+        probe_addr: Some(probe_addr()),
+        ..PemiConfig::default()
+    })
+}
+
 #[test]
 fn an_icmp_calibration_resets_a_wrong_rtt() {
-    let probe: IpAddr = "10.255.255.2".parse().unwrap();
-    let config = PemiConfig {
-        probe_addr: Some(probe),
-        ..PemiConfig::default()
-    };
-    let mut h = protected(config);
+    let probe = probe_addr();
+    let mut h = protected_with_probes();
     let probes = |h: &Harness| -> Vec<(Time, Datagram)> {
         h.out
             .iter()
@@ -408,12 +417,7 @@ fn a_timer_handled_late_after_the_connection_went_idle_returns() {
     // connection was active, handled only after it had gone idle, stayed
     // due: the engine re-armed its timer at a time already past, and
     // handle_timeout never returned (the in-path daemon spun at 100% CPU).
-    let probe: IpAddr = "10.255.255.2".parse().unwrap();
-    let config = PemiConfig {
-        probe_addr: Some(probe),
-        ..PemiConfig::default()
-    };
-    let mut h = protected(config);
+    let mut h = protected_with_probes();
     assert!(h.pemi.stats().probes > 0);
     let late = h.now + ms(10_000);
     let (done, returned) = std::sync::mpsc::channel();
