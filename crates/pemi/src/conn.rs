@@ -241,12 +241,8 @@ impl Conn {
             // handled late (as real mode's can be), is dropped: left due,
             // it would re-arm the engine's timer in the past for ever.
             _ if protection.active_until < now => {
-                if protection
-                    .next_probe
-                    .is_some_and(|at| at <= protection.active_until)
-                {
-                    protection.next_probe = None;
-                }
+                let active_until = protection.active_until;
+                protection.next_probe = protection.next_probe.filter(|&at| at > active_until);
                 None
             }
             _ => {

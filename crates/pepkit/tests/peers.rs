@@ -151,8 +151,8 @@ fn peer_through_path(peer: &str) {
             assert_eq!(line["bytes"].as_u64(), Some(SIZE), "{line}");
             if let Some(stats) = proxy_stats {
                 // It saw the flow (it sniffs every packet the client sends:
-                // an upload's ~700 data packets, a download's ACKs, which
-                // aioquic's client sends for every 3–4 packets) but the flow
+                // an upload's ~700 data packets, a download's ACKs, of which
+                // aioquic's client sent 238 and 331 in two runs) but the flow
                 // never asked: no reply, no quACK, no flow state.
                 assert!(stats["datagrams"].as_u64() > Some(100), "{stats}");
                 assert_eq!(stats["requests"].as_u64(), Some(0), "{stats}");

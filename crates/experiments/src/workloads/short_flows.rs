@@ -3,8 +3,9 @@
 //! With `connections = "each"`, every flow opens a connection of its own
 //! (fresh slow start, as the Proteus paper's §3 short TCP flows), its
 //! response size uniform between `response` and `response_max`.
-//! With `measure` (one connection only), the server's RTT percentiles
-//! over the window (`rtt_p50_ms`, `rtt_p95_ms`, `rtt_p99_ms`, `rtt_min_ms`).
+//! With `measure`, the RTT percentiles of the server's first connection
+//! over the window (`rtt_p50_ms`, `rtt_p95_ms`, `rtt_p99_ms`, `rtt_min_ms`;
+//! with `connections = "each"`, the first flow's only).
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
 use crate::figure::Plot;
