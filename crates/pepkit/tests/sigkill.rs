@@ -160,3 +160,25 @@ fn a_killed_run_leaves_nothing_after_testbed_clean() {
         "no round left a process in a namespace of the killed run"
     );
 }
+
+/// A run killed between two trials has no namespace left, only its lock
+/// file; the sweep removes that too (CI once caught a round that killed a
+/// run there and found `/run/pepkit/pk-<pid>.lock` left behind).
+#[test]
+fn a_dead_runs_lock_file_without_namespaces_is_removed() {
+    if !emu::require_real_or_skip("a_dead_runs_lock_file_without_namespaces_is_removed") {
+        return;
+    }
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    std::fs::create_dir_all("/run/pepkit").unwrap();
+    let lock = format!("/run/pepkit/pk-{pid}.lock");
+    std::fs::write(&lock, "").unwrap();
+    let clean = Command::new(env!("CARGO_BIN_EXE_pepkit"))
+        .args(["testbed", "clean"])
+        .output()
+        .unwrap();
+    assert!(clean.status.success());
+    assert!(!std::path::Path::new(&lock).exists(), "{lock} left behind");
+}

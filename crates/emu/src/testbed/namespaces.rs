@@ -141,7 +141,33 @@ pub fn sweep_stale() -> Swept {
     for pid in owners {
         let _ = std::fs::remove_file(lock_dir().join(format!("pk-{pid}.lock")));
     }
+    remove_dead_locks();
     swept
+}
+
+/// Removes the lock files of dead processes that no namespace names: a run
+/// killed between two trials has torn its last testbed down but not yet
+/// released its lock file. A file is removed only when its lock is free and
+/// no process has its PID, so a run that has just created its file and not
+/// yet locked it keeps it.
+fn remove_dead_locks() {
+    let Ok(entries) = std::fs::read_dir(lock_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("pk-")?.strip_suffix(".lock"))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let dead = !std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if dead && owner_gone(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The processes running in namespace `name`.
