@@ -82,6 +82,8 @@ pub struct Pemi {
     handshakes: VecDeque<(u32, u32)>,
     in_handshake: usize,
     wakes: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// `handle_timeout`'s list of the wakes due (kept for its allocation).
+    due: Vec<(Time, u32, u32)>,
     expiry: BinaryHeap<Reverse<(Time, u32, u32)>>,
     probes: VecDeque<Probe>,
     next_seq: u16,
@@ -100,6 +102,7 @@ impl Pemi {
             handshakes: VecDeque::new(),
             in_handshake: 0,
             wakes: BinaryHeap::new(),
+            due: Vec::new(),
             expiry: BinaryHeap::new(),
             probes: VecDeque::new(),
             next_seq: 0,
@@ -332,11 +335,19 @@ impl Middlebox for Pemi {
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        while let Some(&Reverse((at, slot, generation))) = self.wakes.peek() {
-            if at > now {
+        // The wakes due now are taken first and each handled once: one that
+        // a connection re-arms at or before `now` waits for the next call,
+        // so a connection that keeps asking for a past time cannot make
+        // this call spin for ever (one did, in real mode: 2ff97a0).
+        let mut due = std::mem::take(&mut self.due);
+        while let Some(&Reverse(wake)) = self.wakes.peek() {
+            if wake.0 > now {
                 break;
             }
             self.wakes.pop();
+            due.push(wake);
+        }
+        for &(at, slot, generation) in &due {
             let Some(conn) = live_mut(&mut self.slots, slot, generation) else {
                 continue;
             };
@@ -346,6 +357,8 @@ impl Middlebox for Pemi {
             let asks = conn.on_timer(&mut self.parts.env(&self.config, now));
             self.after(now, slot, asks);
         }
+        due.clear();
+        self.due = due;
         while let Some(&Reverse((at, slot, generation))) = self.expiry.peek() {
             if at > now {
                 break;
