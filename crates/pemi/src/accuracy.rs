@@ -176,11 +176,7 @@ pub fn accuracy(record: &Record, stats: &PemiStats, truth: &Truth<'_>) -> Accura
         spurious,
         repaired_early,
         repaired_share: ratio(repaired_early, real_losses),
-        amplification: if stats.protected == 0 {
-            1.0
-        } else {
-            (stats.protected + stats.retransmissions) as f64 / stats.protected as f64
-        },
+        amplification: stats.amplification(),
         rtt_samples: errors.len() as u64,
         rtt_error_p50_ms: quantile(&errors, 0.5),
         rtt_error_p90_ms: quantile(&errors, 0.9),

@@ -80,6 +80,19 @@ pub struct PemiStats {
     pub tracked: u64,
 }
 
+impl PemiStats {
+    /// What left per protected packet that arrived: (protected +
+    /// retransmissions) / protected, 1 when nothing was protected (§4.6's
+    /// bound is 1.1).
+    pub fn amplification(&self) -> f64 {
+        if self.protected == 0 {
+            1.0
+        } else {
+            (self.protected + self.retransmissions) as f64 / self.protected as f64
+        }
+    }
+}
+
 /// A packet PEMI inferred lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inferred {

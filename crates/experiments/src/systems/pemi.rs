@@ -309,11 +309,6 @@ impl System for PemiSettings {
 /// resent and measured.
 fn add_counters(pemi: &Pemi, result: &mut TrialResult) {
     let stats = pemi.stats();
-    let amplification = if stats.protected == 0 {
-        1.0
-    } else {
-        (stats.protected + stats.retransmissions) as f64 / stats.protected as f64
-    };
     let counters = [
         ("pemi_handshakes", stats.handshakes),
         ("pemi_protected", stats.protected),
@@ -334,7 +329,7 @@ fn add_counters(pemi: &Pemi, result: &mut TrialResult) {
     for (name, value) in counters {
         result.set(name, value as f64);
     }
-    result.set("pemi_amplification", amplification);
+    result.set("pemi_amplification", stats.amplification());
     let protected = pemi
         .connections(Time::MAX)
         .into_iter()
