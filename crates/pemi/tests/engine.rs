@@ -415,18 +415,13 @@ fn a_million_spoofed_initials_use_bounded_memory() {
 fn a_timer_handled_late_after_the_connection_went_idle_returns() {
     // Real mode's timers fire late. An ICMP probe that fell due while the
     // connection was active, handled only after it had gone idle, stayed
-    // due: the engine re-armed its timer at a time already past, and
-    // handle_timeout never returned (the in-path daemon spun at 100% CPU).
+    // due: the engine re-armed its timer at a time already past (the
+    // in-path daemon spun at 100% CPU). handle_timeout now returns even
+    // then, so the test asks only where the next wake is.
     let mut h = protected_with_probes();
     assert!(h.pemi.stats().probes > 0);
     let late = h.now + ms(10_000);
-    let (done, returned) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        h.pemi.handle_timeout(late);
-        let _ = done.send(h.pemi.poll_timeout());
-    });
-    let next = returned
-        .recv_timeout(std::time::Duration::from_secs(10))
-        .expect("handle_timeout returns");
+    h.pemi.handle_timeout(late);
+    let next = h.pemi.poll_timeout();
     assert!(next.is_none_or(|wake| wake > late), "{next:?}");
 }
