@@ -145,11 +145,14 @@ impl DeliveryRate {
     /// callback will come for them (packets of discarded handshake keys);
     /// drops every finished record once they are most of the queue.
     fn prune(&mut self, now: Instant) {
+        // Sent before this, a record is more than 10 s old: one Instant
+        // subtraction per call instead of one per record looked at (the
+        // same test as `now - at > 10 s`, in whole nanoseconds).
+        let stale_before = now.checked_sub(Duration::from_secs(10));
         while let Some(front) = self.sent.front() {
-            let stale = now.saturating_duration_since(front.at) > Duration::from_secs(10);
             if front.done {
                 self.done -= 1;
-            } else if stale {
+            } else if stale_before.is_some_and(|before| front.at < before) {
                 self.in_flight = self.in_flight.saturating_sub(front.bytes);
             } else {
                 break;
@@ -273,6 +276,20 @@ mod tests {
         assert_eq!(sample.rtt, Duration::from_millis(30));
         assert_eq!(rate.in_flight(), 0);
         assert_eq!(rate.delivered(), 1_200_000);
+    }
+
+    #[test]
+    fn a_record_is_dropped_once_more_than_10_s_old() {
+        let t0 = Instant::now();
+        let mut rate = DeliveryRate::default();
+        rate.on_sent(t0, 0, 1200);
+        // Pruning runs on every callback; packet 7 is unknown.
+        assert_eq!(rate.on_lost(7, t0 + Duration::from_secs(10)), 0);
+        assert_eq!(rate.in_flight(), 1200);
+        let just_over = t0 + Duration::from_secs(10) + Duration::from_nanos(1);
+        assert_eq!(rate.on_lost(7, just_over), 0);
+        assert_eq!(rate.in_flight(), 0);
+        assert!(rate.sent.is_empty());
     }
 
     #[test]
