@@ -15,7 +15,12 @@
 //!   a loss, the 3/4 phase ends early at one BDP), starting at a random
 //!   phase other than 3/4; window gain 2; **ProbeRTT**: when RTprop is 10 s
 //!   old, the window drops to 4 packets for max(200 ms, one round) once the
-//!   flight is that small.
+//!   flight is that small. A sample *equal* to RTprop refreshes its age, as
+//!   in Linux before 5.10 (the kernels of the Proteus paper's time; 5.10
+//!   refreshes only on a smaller one). In the simulator samples often equal
+//!   the minimum to the nanosecond, so ProbeRTT is rare: 4 and 7 entries in
+//!   two trials of `fig6-yield.toml`'s BBR + Proteus-S (two 100 s BBR runs
+//!   each), where an expiry every 10 s would give about 20.
 //! * **ACK aggregation** (Linux's `extra_acked`, since 4.19): once the
 //!   pipe is full, the window also covers the largest excess of bytes
 //!   acknowledged over BtlBw's expectation within an epoch, over the last
