@@ -9,7 +9,7 @@
 
 use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
 use crate::figure::Plot;
-use crate::outcome::{TrialResult, add_distribution, add_error, add_rtts};
+use crate::outcome::{TrialResult, add_distribution, add_error, add_rtts, add_sender};
 use crate::units::{Bytes, Span};
 use quic::{
     Arrival, ConnectionArrivals, QuicClient, QuicServer, ShortFlowsClient, ShortFlowsReport,
@@ -257,14 +257,18 @@ impl WorkloadKind for ShortFlows {
             let mean_ms = total * 1000.0 / report.fcts.len() as f64;
             result.set(names.metric("fct_mean_ms"), mean_ms);
         }
-        // With a measurement window: the RTTs of the packets the server,
-        // which sends the responses, saw acknowledged in it (TECC's
-        // Figure 2b, the end-to-end packet delay from the server's view).
-        if view.measure.is_some()
-            && let Some(server) =
-                downcast::<QuicServer<ShortFlowsServerFactory>>(view.server, "server", result)
+        // The server sends the responses: its loss counters and sampled
+        // series, and with a measurement window the RTTs of the packets it
+        // saw acknowledged in it (TECC's Figure 2b, the end-to-end packet
+        // delay from the server's view).
+        if let Some(server) =
+            downcast::<QuicServer<ShortFlowsServerFactory>>(view.server, "server", result)
         {
-            add_rtts(result, names, server.records().next());
+            let record = server.records().next();
+            add_sender(result, names, record);
+            if view.measure.is_some() {
+                add_rtts(result, names, record);
+            }
         }
         FlowOutcome {
             completed: report.flows.len() == self.count,
