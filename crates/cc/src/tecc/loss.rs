@@ -38,6 +38,12 @@
 //! after as many duplicates. Either is capped at `max_packet_threshold`
 //! (default 300, Linux's `tcp_max_reordering`). The threshold never
 //! shrinks (neither the paper nor Chromium lowers it during a connection).
+//!
+//! In practice it stops at 129: noq-proto's receiver takes a packet more
+//! than 128 numbers behind the largest it received for a duplicate and
+//! drops it unacknowledged (`Dedup` in its `connection/spaces.rs`), so a
+//! repair that comes later than that is lost to the client, the server's
+//! resend is needed, and no larger distance is ever seen acknowledged.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
