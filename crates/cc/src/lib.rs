@@ -82,5 +82,6 @@ pub use pcc::utility::{Utility, UtilityHandle};
 pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};
 pub use ratio::{MAX_RATIO, MIN_RATIO, PathRatio};
 pub use registry::{Built, Controller, ControllerContext, ControllerCounters, Input};
+pub use tecc::loss::{LossRule, Reordering};
 pub use tecc::{RateLaw, Tecc, TeccFactory, TeccSettings, TeccStats};
 pub use unlimited::{Constant, ConstantSettings, Unlimited};

@@ -27,19 +27,23 @@
 //!
 //! # Loss detection (§4.2.5)
 //!
-//! The paper raises the server's time threshold by the tunnel's
-//! retransmission delay and raises its reordering threshold after each
-//! spurious retransmission. noq-proto takes both thresholds once per
-//! connection, so the controller asks its endpoint for fixed ones
-//! ([`TeccSettings::loss_detection`]): a time threshold of 1.5 RTT (9/8
-//! plus 3/8, the tunnel segment being under half of the end-to-end RTT in
-//! every scenario of the paper) and a reordering threshold of 10 packets
-//! (the adaptive one reaches such values after a few spurious
-//! retransmissions; a fixed one cannot grow further).
+//! As the paper's server: a time threshold of 9/8 SRTT raised by the
+//! tunnel's retransmission delay T_r, and a packet threshold that starts at
+//! 3 and grows on spurious retransmissions (to the reordering distance seen
+//! plus one, Chromium's rule, up to 300). The rule and why are in
+//! [`LossRule`]; the connection asks the controller for both thresholds each
+//! time it looks for losses and reports each spurious loss to it
+//! (third_party/noq-proto/PEPKIT.md, item 8). `reordering = "fixed"`
+//! with `tunnel_repair_delay = false` keeps the endpoint's thresholds for
+//! the whole connection (`time_threshold = 1.5, packet_threshold = 10`
+//! was the fixed approximation used before noq-proto could change them).
+
+pub(crate) mod loss;
 
 use crate::bbr::Bbr;
 use crate::engine::Engine;
 use crate::registry::{Built, ControllerContext, ControllerCounters};
+use loss::{LossRule, Reordering};
 use quic::congestion::{Controller, ControllerFactory, ControllerMetrics, RttEstimator};
 use quic::{DatagramChannel, LossDetection};
 use serde::{Deserialize, Serialize};
@@ -66,10 +70,21 @@ pub struct TeccSettings {
     /// ACKs held back by the tunnel's retransmissions do not stall a
     /// sender that pacing already limits).
     pub window_gain: f64,
-    /// The server's time threshold for loss, in RTTs (RFC 9002: 9/8).
+    /// The server's time threshold for loss, in RTTs (RFC 9002 and the
+    /// paper: 9/8), before T_r is added.
     pub time_threshold: f64,
-    /// The server's reordering threshold, packets (RFC 9002: 3).
+    /// The server's packet (reordering) threshold at the start, packets
+    /// (RFC 9002 and the paper: 3).
     pub packet_threshold: u32,
+    /// How the packet threshold grows on spurious losses (default
+    /// `"distance"`; `"step"`: one per spurious loss; `"fixed"`: never).
+    pub reordering: Reordering,
+    /// The most the packet threshold grows to (default 300, Linux's
+    /// `tcp_max_reordering`).
+    pub max_packet_threshold: u32,
+    /// Add the tunnel's retransmission delay T_r to the time threshold
+    /// (the paper's §4.2.5; default true).
+    pub tunnel_repair_delay: bool,
     /// Add the additive-increase term MSS/T_s to Sr (the paper's MAIMD,
     /// §4.2.6); `false` leaves the MIMD law Figure 15 contrasts it with.
     pub additive_increase: bool,
@@ -86,6 +101,9 @@ struct RawTecc {
     window_gain: f64,
     time_threshold: f64,
     packet_threshold: u32,
+    reordering: Reordering,
+    max_packet_threshold: u32,
+    tunnel_repair_delay: bool,
     additive_increase: bool,
 }
 
@@ -100,6 +118,9 @@ impl Default for RawTecc {
             window_gain: d.window_gain,
             time_threshold: d.time_threshold,
             packet_threshold: d.packet_threshold,
+            reordering: d.reordering,
+            max_packet_threshold: d.max_packet_threshold,
+            tunnel_repair_delay: d.tunnel_repair_delay,
             additive_increase: d.additive_increase,
         }
     }
@@ -117,6 +138,9 @@ impl TryFrom<RawTecc> for TeccSettings {
             window_gain: raw.window_gain,
             time_threshold: raw.time_threshold,
             packet_threshold: raw.packet_threshold,
+            reordering: raw.reordering,
+            max_packet_threshold: raw.max_packet_threshold,
+            tunnel_repair_delay: raw.tunnel_repair_delay,
             additive_increase: raw.additive_increase,
         };
         settings.check()?;
@@ -132,8 +156,11 @@ impl Default for TeccSettings {
             max_penalty: 0.5,
             ewma: 0.25,
             window_gain: 2.0,
-            time_threshold: 1.5,
-            packet_threshold: 10,
+            time_threshold: 9.0 / 8.0,
+            packet_threshold: 3,
+            reordering: Reordering::Distance,
+            max_packet_threshold: 300,
+            tunnel_repair_delay: true,
             additive_increase: true,
         }
     }
@@ -156,16 +183,25 @@ impl TeccSettings {
         if !(self.window_gain >= 1.0 && self.window_gain <= 10.0) {
             return Err("`window_gain` must be in [1, 10]".into());
         }
-        if !(self.time_threshold >= 1.0 && self.time_threshold <= 10.0) || self.packet_threshold < 3
+        if !(self.time_threshold >= 1.0 && self.time_threshold <= 10.0) {
+            return Err("`time_threshold` must be in [1, 10]".into());
+        }
+        if self.packet_threshold < 3 {
+            return Err("`packet_threshold` must be at least 3".into());
+        }
+        if !(self.max_packet_threshold >= self.packet_threshold
+            && self.max_packet_threshold <= 100_000)
         {
             return Err(
-                "`time_threshold` must be in [1, 10] and `packet_threshold` at least 3".into(),
+                "`max_packet_threshold` must be at least `packet_threshold` and at most 100000"
+                    .into(),
             );
         }
         Ok(())
     }
 
-    /// The endpoint's loss thresholds.
+    /// The endpoint's loss thresholds (the controller replaces the packet
+    /// threshold unless `reordering = "fixed"`).
     pub fn loss_detection(&self) -> LossDetection {
         LossDetection {
             packet_threshold: self.packet_threshold,
@@ -197,6 +233,8 @@ pub struct TeccStats {
     feedback: AtomicU64,
     rate_bps: AtomicU64,
     u_per_mille: AtomicU64,
+    spurious_losses: AtomicU64,
+    packet_threshold: AtomicU64,
 }
 
 impl ControllerCounters for TeccStats {
@@ -214,6 +252,14 @@ impl ControllerCounters for TeccStats {
                 "tecc_u".into(),
                 self.u_per_mille.load(Ordering::Relaxed) as f64 / 1000.0,
             ),
+            (
+                "tecc_spurious_losses".into(),
+                self.spurious_losses.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "tecc_packet_threshold".into(),
+                self.packet_threshold.load(Ordering::Relaxed) as f64,
+            ),
         ]
     }
 }
@@ -229,7 +275,18 @@ pub struct TeccFactory {
 
 impl ControllerFactory for TeccFactory {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        let s = &self.settings;
+        let loss = LossRule::new(
+            s.reordering,
+            s.packet_threshold,
+            s.max_packet_threshold,
+            s.tunnel_repair_delay,
+        );
+        self.stats
+            .packet_threshold
+            .fetch_max(u64::from(loss.threshold()), Ordering::Relaxed);
         Box::new(Tecc {
+            loss,
             bbr: Engine(Bbr::new(false, self.bbr_seed.rng("bbr"), current_mtu)),
             law: RateLaw::new(self.settings.clone()),
             channel: self.channel.clone(),
@@ -288,6 +345,7 @@ impl RateLaw {
 #[derive(Debug)]
 pub struct Tecc {
     bbr: Engine<Bbr>,
+    loss: LossRule,
     law: RateLaw,
     channel: DatagramChannel,
     mss: u64,
@@ -323,6 +381,7 @@ impl Tecc {
             return;
         };
         self.last_sequence = Some(feedback.sequence);
+        self.loss.on_feedback(feedback.tunnel_min_rtt);
         let t_s = self.min_rtt.unwrap_or(Duration::from_millis(100));
         let sr = self.law.update(
             feedback.rate_bps as f64 / 8.0,
@@ -400,6 +459,22 @@ impl Controller for Tecc {
         self.bbr.on_packet_lost(lost_bytes, pn, now);
     }
 
+    fn on_spurious_loss(&mut self, _now: Instant, pn: u64, largest_acked: u64) {
+        self.loss.on_spurious_loss(pn, largest_acked);
+        self.stats.spurious_losses.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .packet_threshold
+            .fetch_max(u64::from(self.loss.threshold()), Ordering::Relaxed);
+    }
+
+    fn extra_loss_delay(&self) -> Duration {
+        self.loss.repair_delay(self.srtt, self.min_rtt)
+    }
+
+    fn packet_threshold(&self) -> Option<u32> {
+        self.loss.packet_threshold()
+    }
+
     fn on_mtu_update(&mut self, new_mtu: u16) {
         self.mss = u64::from(new_mtu);
         self.bbr.on_mtu_update(new_mtu);
@@ -429,6 +504,7 @@ impl Controller for Tecc {
     fn clone_box(&self) -> Box<dyn Controller> {
         Box::new(Tecc {
             bbr: self.bbr.clone(),
+            loss: self.loss.clone(),
             law: self.law.clone(),
             channel: self.channel.clone(),
             mss: self.mss,
@@ -493,5 +569,27 @@ mod tests {
             ..TeccSettings::default()
         };
         assert!(bad.check().is_err());
+    }
+
+    #[test]
+    fn the_loss_settings_are_read_and_checked_by_name() {
+        let read = |text: &str| toml::from_str::<TeccSettings>(text);
+        let d = read("").unwrap();
+        assert_eq!(
+            (d.time_threshold, d.packet_threshold, d.reordering),
+            (1.125, 3, Reordering::Distance)
+        );
+        let old = read(
+            "time_threshold = 1.5\npacket_threshold = 10\nreordering = \"fixed\"\n\
+             tunnel_repair_delay = false",
+        )
+        .unwrap();
+        assert_eq!(old.loss_detection().packet_threshold, 10);
+        let err = |text: &str| read(text).unwrap_err().to_string();
+        assert!(err("packet_threshold = 2").contains("`packet_threshold`"));
+        assert!(err("max_packet_threshold = 2").contains("`max_packet_threshold`"));
+        assert!(err("time_threshold = 0.5").contains("`time_threshold`"));
+        assert!(err("reordering = \"rack\"").contains("reordering"));
+        assert!(err("reorder = \"step\"").contains("reorder"));
     }
 }

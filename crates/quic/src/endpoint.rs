@@ -478,6 +478,7 @@ fn stats(conn: &noq_proto::Connection) -> ConnStats {
         lost_bytes: counters.lost_bytes,
         congestion_events: counters.congestion_events,
         spurious_congestion_events: counters.spurious_congestion_events,
+        spurious_losses: counters.spurious_losses,
         udp_tx_datagrams: counters.udp_tx.datagrams,
         udp_tx_bytes: counters.udp_tx.bytes,
         udp_rx_datagrams: counters.udp_rx.datagrams,

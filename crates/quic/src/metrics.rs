@@ -41,6 +41,10 @@ pub struct ConnStats {
     pub congestion_events: u64,
     /// Congestion events later found spurious.
     pub spurious_congestion_events: u64,
+    /// Packets declared lost and acknowledged later (noq-proto's
+    /// `PepkitCounters::spurious_losses`, third_party/noq-proto/PEPKIT.md
+    /// item 8).
+    pub spurious_losses: u64,
     /// UDP datagrams sent.
     pub udp_tx_datagrams: u64,
     /// UDP payload bytes sent.

@@ -246,6 +246,18 @@ impl Controller for Probed {
         self.inner.on_spurious_congestion_event();
     }
 
+    fn on_spurious_loss(&mut self, now: Instant, pn: u64, largest_acked: u64) {
+        self.inner.on_spurious_loss(now, pn, largest_acked);
+    }
+
+    fn extra_loss_delay(&self) -> Duration {
+        self.inner.extra_loss_delay()
+    }
+
+    fn packet_threshold(&self) -> Option<u32> {
+        self.inner.packet_threshold()
+    }
+
     fn on_mtu_update(&mut self, new_mtu: u16) {
         self.inner.on_mtu_update(new_mtu);
     }

@@ -85,6 +85,30 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
     /// of packet reordering) are acknowledged after the congestion event was raised.
     fn on_spurious_congestion_event(&mut self) {}
 
+    /// pepkit: one packet that was deemed lost has been acknowledged (a spurious loss).
+    ///
+    /// Called once per such packet, before the acknowledgement is otherwise processed, while the
+    /// packet is still remembered as lost (for two PTOs after it was deemed lost).
+    /// `largest_acked` is the largest packet number acknowledged before the ACK frame that
+    /// acknowledged it, so `largest_acked - pn + 1` is a packet threshold that would not have
+    /// deemed it lost (PEPKIT.md, item 8).
+    #[allow(unused_variables)]
+    fn on_spurious_loss(&mut self, now: Instant, pn: u64, largest_acked: u64) {}
+
+    /// pepkit: time added to the loss delay of time-threshold loss detection, which is otherwise
+    /// `TransportConfig::time_threshold` times the RTT (RFC 9002 §6.1.2). Asked each time losses
+    /// are looked for (PEPKIT.md, item 8).
+    fn extra_loss_delay(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// pepkit: the packet threshold of packet-threshold loss detection (RFC 9002 §6.1.1) to use
+    /// instead of `TransportConfig::packet_threshold`, if any. Asked each time losses are looked
+    /// for (PEPKIT.md, item 8).
+    fn packet_threshold(&self) -> Option<u32> {
+        None
+    }
+
     /// The known MTU for the current network path has been updated
     fn on_mtu_update(&mut self, new_mtu: u16);
 

@@ -377,6 +377,17 @@ impl System for Tecc {
         {
             result.set("retransmission_rate", (tunnel + e2e) / sent);
         }
+        // TECC §4.2.5's duplicated retransmissions: the packets TECC's
+        // server declared lost and then saw acknowledged (its controller
+        // hears of each, third_party/noq-proto/PEPKIT.md item 8) over the
+        // packets it sent (a one-flow chain).
+        let get = |name: &str| result.metrics.get(name).copied();
+        if let (Some(spurious), Some(sent)) =
+            (get("tecc_spurious_losses"), get("sender_sent_packets"))
+            && sent > 0.0
+        {
+            result.set("spurious_retransmission_rate", spurious / sent);
+        }
     }
 
     fn open_flow<'a>(

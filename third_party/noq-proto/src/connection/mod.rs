@@ -2753,6 +2753,7 @@ impl Connection {
             if let Some(stats) = self.path_stats.get_ref(path_id) {
                 counters.congestion_events = stats.congestion_events;
                 counters.spurious_congestion_events = stats.spurious_congestion_events;
+                counters.spurious_losses = stats.spurious_losses;
             }
             counters.rtt = path.data.rtt.get();
             counters.cwnd = path.data.congestion.window();
@@ -3030,6 +3031,8 @@ impl Connection {
         if ack.largest >= self.spaces[space].for_path(path).next_packet_number {
             return Err(TransportError::PROTOCOL_VIOLATION("unsent packet acked"));
         }
+        // pepkit: the largest acknowledged before this ACK, for `on_spurious_loss`.
+        let previous_largest_pn = self.spaces[space].for_path(path).largest_acked_packet_pn;
         // `Some(pn)` if this ACK raised `largest_acked_packet_pn`.
         let new_largest_pn = {
             let space = &mut self.spaces[space].for_path(path);
@@ -3050,7 +3053,7 @@ impl Connection {
             }
         };
 
-        if self.detect_spurious_loss(&ack, space, path) {
+        if self.detect_spurious_loss(now, &ack, space, path, previous_largest_pn) {
             self.path_stats.get_mut(path).spurious_congestion_events += 1;
             self.path_data_mut(path)
                 .congestion
@@ -3186,29 +3189,45 @@ impl Connection {
         Ok(())
     }
 
-    fn detect_spurious_loss(&mut self, ack: &frame::Ack, space: SpaceId, path: PathId) -> bool {
+    fn detect_spurious_loss(
+        &mut self,
+        now: Instant,
+        ack: &frame::Ack,
+        space: SpaceId,
+        path: PathId,
+        previous_largest_pn: Option<u64>,
+    ) -> bool {
         let lost_packets = &mut self.spaces[space].for_path(path).lost_packets;
 
         if lost_packets.is_empty() {
             return false;
         }
 
+        // pepkit: every packet deemed lost that this ACK acknowledges, for the per-packet
+        // count and callback (PEPKIT.md, item 8).
+        let mut spurious_losses = Vec::new();
         for range in ack.iter() {
-            let spurious_losses: Vec<u64> = lost_packets
-                .iter_range(range.clone())
-                .map(|(pn, _info)| pn)
-                .collect();
-
-            for pn in spurious_losses {
-                lost_packets.remove(pn);
-            }
+            spurious_losses.extend(lost_packets.iter_range(range.clone()).map(|(pn, _info)| pn));
+        }
+        for &pn in &spurious_losses {
+            lost_packets.remove(pn);
         }
 
         // If this ACK frame acknowledged all deemed lost packets,
         // then we have raised a spurious congestion event in the past.
         // We cannot conclude when there are remaining packets,
         // but future ACK frames might indicate a spurious loss detection.
-        lost_packets.is_empty()
+        let all_acked = lost_packets.is_empty();
+
+        if !spurious_losses.is_empty() {
+            self.path_stats.get_mut(path).spurious_losses += spurious_losses.len() as u64;
+            let congestion = &mut self.path_data_mut(path).congestion;
+            for pn in spurious_losses {
+                // A packet is deemed lost only once a later one was acknowledged.
+                congestion.on_spurious_loss(now, pn, previous_largest_pn.unwrap_or(pn));
+            }
+        }
+        all_acked
     }
 
     /// Drain lost packets that we reasonably think will never arrive
@@ -3400,18 +3419,23 @@ impl Connection {
 
         let path = self.path_data(path_id);
         let in_flight_mtu_probe = path.mtud.in_flight_mtu_probe();
-        let loss_delay = path
-            .rtt
-            .conservative()
-            .mul_f32(self.config.time_threshold)
-            .max(TIMER_GRANULARITY);
+        // pepkit: the controller may lengthen the loss delay and replace the packet threshold
+        // during the connection (PEPKIT.md, item 8); by default it adds nothing and keeps the
+        // configured threshold.
+        let loss_delay = (path.rtt.conservative().mul_f32(self.config.time_threshold)
+            + path.congestion.extra_loss_delay())
+        .max(TIMER_GRANULARITY);
+        let packet_threshold = u64::from(
+            path.congestion
+                .packet_threshold()
+                .unwrap_or(self.config.packet_threshold),
+        );
         let first_packet_after_rtt_sample = path.first_packet_after_rtt_sample;
 
         let largest_acked_packet_pn = self.spaces[pn_space]
             .for_path(path_id)
             .largest_acked_packet_pn
             .expect("detect_lost_packets only to be called if path received at least one ACK");
-        let packet_threshold = self.config.packet_threshold as u64;
 
         // InPersistentCongestion: Determine if all packets in the time period before the newest
         // lost packet, including the edges, are marked lost. PTO computation must always

@@ -235,6 +235,9 @@ pub struct PathStats {
     pub congestion_events: u64,
     /// Spurious congestion events on the connection.
     pub spurious_congestion_events: u64,
+    /// pepkit: packets deemed lost on this path and acknowledged later, while still remembered
+    /// as lost (two PTOs; PEPKIT.md, item 8).
+    pub spurious_losses: u64,
     /// The number of QUIC packets sent on this path.
     ///
     /// This counts all packets that are tracked for acknowledgement, including MTUD probes
@@ -310,6 +313,8 @@ pub struct PepkitCounters {
     pub congestion_events: u64,
     /// [`PathStats::spurious_congestion_events`] of the path.
     pub spurious_congestion_events: u64,
+    /// [`PathStats::spurious_losses`] of the path (PEPKIT.md, item 8).
+    pub spurious_losses: u64,
 }
 
 /// Connection statistics.
@@ -365,6 +370,7 @@ impl core::ops::Add<PathStats> for ConnectionStats {
             bandwidth_estimate: _,
             congestion_events: _,
             spurious_congestion_events: _,
+            spurious_losses: _,
             sent_packets,
             sent_bytes,
             lost_packets,
@@ -403,6 +409,7 @@ impl core::ops::AddAssign<PathStats> for ConnectionStats {
             bandwidth_estimate: _,
             congestion_events: _,
             spurious_congestion_events: _,
+            spurious_losses: _,
             sent_packets: path_sent_packets,
             sent_bytes: path_sent_bytes,
             lost_packets: path_lost_packets,

@@ -1,0 +1,153 @@
+//! A congestion controller can change the connection's loss thresholds
+//! while it runs and hears of each spurious loss (a packet declared lost,
+//! then acknowledged); the connection counts them
+//! (third_party/noq-proto/PEPKIT.md, item 8). TECC's server uses this for
+//! its §4.2.5 loss detection (`cc::Tecc`).
+
+use netsim::*;
+use quic::congestion::{Controller, ControllerFactory};
+use quic::{BulkClient, BulkReport, BulkServerFactory, ConnStats, Direction};
+use quic::{QuicClient, QuicConfig, QuicServer};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A constant window of 20 full packets that may ask for its own loss
+/// thresholds and counts the spurious losses it hears of.
+#[derive(Debug, Clone)]
+struct Thresholds {
+    packet_threshold: Option<u32>,
+    extra_delay: Duration,
+    heard: Arc<AtomicU64>,
+}
+
+impl Controller for Thresholds {
+    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
+    fn on_mtu_update(&mut self, _: u16) {}
+    fn on_spurious_loss(&mut self, _: Instant, pn: u64, largest_acked: u64) {
+        assert!(largest_acked > pn, "{pn} {largest_acked}");
+        self.heard.fetch_add(1, Ordering::Relaxed);
+    }
+    fn extra_loss_delay(&self) -> Duration {
+        self.extra_delay
+    }
+    fn packet_threshold(&self) -> Option<u32> {
+        self.packet_threshold
+    }
+    fn window(&self) -> u64 {
+        20 * 1200
+    }
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        self.window()
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl ControllerFactory for Thresholds {
+    fn build(self: Arc<Self>, _: Instant, _: u16) -> Box<dyn Controller> {
+        Box::new((*self).clone())
+    }
+}
+
+/// Holds every 50th full-size datagram back by 40 ms (as a tunnel that
+/// repairs a loss would): the packets behind it overtake it.
+#[derive(Default)]
+struct HoldBack {
+    full: u64,
+    out: VecDeque<Transmit>,
+}
+
+impl Middlebox for HoldBack {
+    fn handle_datagram(&mut self, now: Time, _from: Interface, d: Datagram) {
+        let mut at = now;
+        if d.payload.len() >= 1000 {
+            self.full += 1;
+            if self.full.is_multiple_of(50) {
+                at = now + Duration::from_millis(40);
+            }
+        }
+        self.out.push_back(Transmit::at(at, d));
+    }
+    fn handle_timeout(&mut self, _now: Time) {}
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&mut self) -> Option<Time> {
+        None
+    }
+}
+
+/// A 1 MB download through [`HoldBack`]: the server's counters and the
+/// spurious losses its controller heard of.
+fn download(packet_threshold: Option<u32>, extra_delay: Duration) -> (ConnStats, u64) {
+    let heard = Arc::new(AtomicU64::new(0));
+    let controller = Thresholds {
+        packet_threshold,
+        extra_delay,
+        heard: heard.clone(),
+    };
+    let config = QuicConfig::new(Seed::new(3)).with_controller(Arc::new(controller));
+    let (a, b) = (
+        "10.0.0.1:5000".parse().unwrap(),
+        "10.0.1.1:4433".parse().unwrap(),
+    );
+    let client = QuicClient::new(
+        config.clone(),
+        a,
+        b,
+        BulkClient::new(Direction::Download, 1_000_000),
+    );
+    let server = QuicServer::new(config, b, BulkServerFactory);
+    let link = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10));
+    let spec = ChainSpec::new(
+        HostSpec::new("c", a.ip(), client),
+        HostSpec::new("s", b.ip(), server),
+    )
+    .hop(HopConfig::symmetric(link.clone()))
+    .middle(MiddleSpec::with_middlebox("hold", HoldBack::default()))
+    .hop(HopConfig::symmetric(link));
+    let mut sim = Simulator::new(Seed::new(3));
+    let chain = sim.add_chain(spec).unwrap();
+    sim.run_until(Time::from_secs(60));
+    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
+    let server = sim
+        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+        .unwrap();
+    let report = BulkReport::from_hosts(client, server).expect("completed");
+    assert_eq!(report.bytes, 1_000_000);
+    let stats = server.records().next().unwrap().stats.clone();
+    (stats, heard.load(Ordering::Relaxed))
+}
+
+#[test]
+fn reordered_packets_are_spurious_losses_under_the_default_thresholds() {
+    let (stats, heard) = download(None, Duration::ZERO);
+    // Nothing is dropped: every packet declared lost was reordered, and is
+    // acknowledged later.
+    assert!(stats.lost_packets >= 10, "{stats:?}");
+    assert_eq!(stats.spurious_losses, stats.lost_packets, "{stats:?}");
+    assert_eq!(heard, stats.spurious_losses);
+}
+
+#[test]
+fn the_connection_uses_the_controllers_thresholds() {
+    // A held-back packet's ACK comes about 40 ms late, after those of the
+    // 20 packets behind it and after 9/8 of the RTT (about 45 ms of 40).
+    // Raising both thresholds past that declares nothing lost.
+    let (stats, heard) = download(Some(1000), Duration::from_millis(100));
+    assert_eq!(
+        (stats.lost_packets, stats.spurious_losses, heard),
+        (0, 0, 0)
+    );
+    // Either alone is not enough: the other one still fires.
+    let (packets, _) = download(Some(1000), Duration::ZERO);
+    assert!(packets.spurious_losses > 0, "{packets:?}");
+    let (time, _) = download(None, Duration::from_millis(100));
+    assert!(time.spurious_losses > 0, "{time:?}");
+}
