@@ -920,18 +920,63 @@ impl ThinRetransmits {
 ///     ^        ^ ^
 /// window highest next
 /// ```
+///
+/// pepkit: packets left of the window are looked up in `history`, which
+/// remembers the last [`HISTORY_SIZE`] packet numbers, instead of being
+/// taken for duplicates: a packet repaired in the network (a tunnel's or a
+/// middlebox's retransmission) can arrive more than 128 packets late at a
+/// high rate, and was dropped unacknowledged (third_party/noq-proto/PEPKIT.md,
+/// item 9). The window alone still answers `smallest_missing_in_interval`.
 #[derive(Debug, Default)]
 pub(super) struct Dedup {
     window: Window,
     /// Lowest packet number higher than all yet authenticated.
     next: u64,
+    /// pepkit: one bit per packet number in `next - HISTORY_SIZE .. next`,
+    /// at `pn % HISTORY_SIZE`; allocated by the first insert.
+    history: Vec<u64>,
 }
+
+/// pepkit: how many of the latest packet numbers `Dedup::history` remembers.
+const HISTORY_SIZE: u64 = 8192;
 
 impl Dedup {
     /// Construct an empty window positioned at the start.
     #[cfg(test)]
     pub(super) fn new() -> Self {
-        Self { window: 0, next: 0 }
+        Self {
+            window: 0,
+            next: 0,
+            history: Vec::new(),
+        }
+    }
+
+    /// pepkit: whether `packet` is in `history`, and marks it.
+    fn remember(&mut self, packet: u64) -> bool {
+        if self.history.is_empty() {
+            self.history = alloc::vec![0; (HISTORY_SIZE / 64) as usize];
+        }
+        let slot = packet % HISTORY_SIZE;
+        let (word, mask) = ((slot / 64) as usize, 1u64 << (slot % 64));
+        let seen = self.history[word] & mask != 0;
+        self.history[word] |= mask;
+        seen
+    }
+
+    /// pepkit: forgets the numbers `from .. to` (about to be reused by the
+    /// ring as the window moves right).
+    fn forget(&mut self, from: u64, to: u64) {
+        if self.history.is_empty() {
+            return;
+        }
+        if to - from >= HISTORY_SIZE {
+            self.history.fill(0);
+            return;
+        }
+        for packet in from..to {
+            let slot = packet % HISTORY_SIZE;
+            self.history[(slot / 64) as usize] &= !(1u64 << (slot % 64));
+        }
     }
 
     /// Highest packet number authenticated.
@@ -948,6 +993,8 @@ impl Dedup {
             self.window = ((self.window << 1) | 1)
                 .checked_shl(cmp::min(diff, u64::from(u32::MAX)) as u32)
                 .unwrap_or(0);
+            self.forget(self.next, packet);
+            self.remember(packet);
             self.next = packet + 1;
             false
         } else if self.highest() - packet < WINDOW_SIZE {
@@ -957,11 +1004,15 @@ impl Dedup {
                 let mask = 1 << bit;
                 let duplicate = self.window & mask != 0;
                 self.window |= mask;
+                self.remember(packet);
                 duplicate
             } else {
                 // == highest
                 true
             }
+        } else if self.highest() - packet < HISTORY_SIZE {
+            // pepkit: left of window, but remembered
+            self.remember(packet)
         } else {
             // Left of window
             true
@@ -1469,12 +1520,40 @@ mod test {
     fn jump() {
         let mut dedup = Dedup::new();
         dedup.insert(2 * WINDOW_SIZE);
+        // pepkit: left of the window but within the history, not received
+        // (item 9); beyond the history, taken for a duplicate as before.
+        assert!(!dedup.insert(WINDOW_SIZE));
         assert!(dedup.insert(WINDOW_SIZE));
+        dedup.insert(HISTORY_SIZE + 2 * WINDOW_SIZE);
+        assert!(dedup.insert(WINDOW_SIZE + 1));
+        let mut dedup = Dedup::new();
+        dedup.insert(2 * WINDOW_SIZE);
         assert_eq!(dedup.next, 2 * WINDOW_SIZE + 1);
         assert_eq!(dedup.window, 0);
         assert!(!dedup.insert(WINDOW_SIZE + 1));
         assert_eq!(dedup.next, 2 * WINDOW_SIZE + 1);
         assert_eq!(dedup.window, 1 << (WINDOW_SIZE - 2));
+    }
+
+    /// pepkit (item 9): the history remembers exactly the packets received
+    /// among the latest `HISTORY_SIZE` numbers, across the ring's wrap.
+    #[test]
+    fn history_remembers_late_packets() {
+        let mut dedup = Dedup::new();
+        let top = 3 * HISTORY_SIZE + 17;
+        // Every packet but the multiples of 7 arrives in order.
+        for pn in 0..top {
+            if pn % 7 != 0 {
+                assert!(!dedup.insert(pn));
+            }
+        }
+        for pn in (top - HISTORY_SIZE + 1)..(top - WINDOW_SIZE) {
+            // A late multiple of 7 is new once, every other packet a duplicate.
+            assert_eq!(dedup.insert(pn), pn % 7 != 0, "{pn}");
+            assert!(dedup.insert(pn));
+        }
+        // Older than the history: taken for a duplicate.
+        assert!(dedup.insert(top - HISTORY_SIZE - 7 - (top - HISTORY_SIZE) % 7));
     }
 
     #[test]
