@@ -39,11 +39,11 @@
 //! (default 300, Linux's `tcp_max_reordering`). The threshold never
 //! shrinks (neither the paper nor Chromium lowers it during a connection).
 //!
-//! In practice it stops at 129: noq-proto's receiver takes a packet more
-//! than 128 numbers behind the largest it received for a duplicate and
-//! drops it unacknowledged (`Dedup` in its `connection/spaces.rs`), so a
-//! repair that comes later than that is lost to the client, the server's
-//! resend is needed, and no larger distance is ever seen acknowledged.
+//! noq-proto's receiver used to take a packet more than 128 numbers
+//! behind the largest it received for a duplicate and drop it
+//! unacknowledged, so the threshold stopped at 129; it now remembers the
+//! latest 8192 (third_party/noq-proto/PEPKIT.md, item 9), and on
+//! Figure 13's faster traces the threshold reaches the cap.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
