@@ -23,8 +23,9 @@
 //!
 //! Retransmissions are the byte-identical datagrams. That works with an
 //! unmodified QUIC stack: the receiver never saw that packet number, so the
-//! copy is an ordinary, if late, packet to it, and the sender's stack frees
-//! nothing until the end-to-end ACK. A datagram is resent at most
+//! copy is an ordinary, if late, packet to it (noq-proto's receiver takes
+//! one up to 8192 packet numbers late: third_party/noq-proto/PEPKIT.md,
+//! item 9), and the sender's stack frees nothing until the end-to-end ACK. A datagram is resent at most
 //! [`SenderConfig::max_retransmissions`] times; after that end-to-end
 //! recovery takes over.
 
