@@ -365,28 +365,25 @@ impl System for Tecc {
         if let Some(server) = engine_as::<TunnelServer>(engine) {
             add_tunnel_series(server, result);
         }
-        // TECC Figure 3's overall retransmission rate: the tunnel's and the
-        // end-to-end sender's retransmissions over the packets the sender
-        // sent (a one-flow chain).
+        // Rates over the packets the end-to-end sender sent (a one-flow
+        // chain): TECC Figure 3's overall retransmission rate, the tunnel's
+        // and the sender's retransmissions; and TECC §4.2.5's duplicated
+        // retransmissions, the packets TECC's server declared lost and then
+        // saw acknowledged (its controller hears of each,
+        // third_party/noq-proto/PEPKIT.md item 8).
         let get = |name: &str| result.metrics.get(name).copied();
-        if let (Some(tunnel), Some(e2e), Some(sent)) = (
-            get("tunnel_server_retransmitted"),
-            get("sender_lost_packets"),
-            get("sender_sent_packets"),
-        ) && sent > 0.0
-        {
-            result.set("retransmission_rate", (tunnel + e2e) / sent);
+        let Some(sent) = get("sender_sent_packets").filter(|&sent| sent > 0.0) else {
+            return;
+        };
+        let retransmitted = get("tunnel_server_retransmitted")
+            .zip(get("sender_lost_packets"))
+            .map(|(tunnel, e2e)| tunnel + e2e);
+        let duplicated = get("tecc_spurious_losses");
+        if let Some(retransmitted) = retransmitted {
+            result.set("retransmission_rate", retransmitted / sent);
         }
-        // TECC §4.2.5's duplicated retransmissions: the packets TECC's
-        // server declared lost and then saw acknowledged (its controller
-        // hears of each, third_party/noq-proto/PEPKIT.md item 8) over the
-        // packets it sent (a one-flow chain).
-        let get = |name: &str| result.metrics.get(name).copied();
-        if let (Some(spurious), Some(sent)) =
-            (get("tecc_spurious_losses"), get("sender_sent_packets"))
-            && sent > 0.0
-        {
-            result.set("spurious_retransmission_rate", spurious / sent);
+        if let Some(duplicated) = duplicated {
+            result.set("spurious_retransmission_rate", duplicated / sent);
         }
     }
 
