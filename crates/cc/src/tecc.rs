@@ -233,7 +233,6 @@ pub struct TeccStats {
     feedback: AtomicU64,
     rate_bps: AtomicU64,
     u_per_mille: AtomicU64,
-    spurious_losses: AtomicU64,
     packet_threshold: AtomicU64,
 }
 
@@ -251,10 +250,6 @@ impl ControllerCounters for TeccStats {
             (
                 "tecc_u".into(),
                 self.u_per_mille.load(Ordering::Relaxed) as f64 / 1000.0,
-            ),
-            (
-                "tecc_spurious_losses".into(),
-                self.spurious_losses.load(Ordering::Relaxed) as f64,
             ),
             (
                 "tecc_packet_threshold".into(),
@@ -461,7 +456,6 @@ impl Controller for Tecc {
 
     fn on_spurious_loss(&mut self, _now: Instant, pn: u64, largest_acked: u64) {
         self.loss.on_spurious_loss(pn, largest_acked);
-        self.stats.spurious_losses.fetch_add(1, Ordering::Relaxed);
         self.stats
             .packet_threshold
             .fetch_max(u64::from(self.loss.threshold()), Ordering::Relaxed);

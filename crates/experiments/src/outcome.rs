@@ -308,6 +308,13 @@ pub(crate) fn add_sender(
         names.metric("sender_sent_packets"),
         stats.sent_packets as f64,
     );
+    // Packets it declared lost and then saw acknowledged: retransmissions
+    // it need not have sent (behind a tunnel, often what the tunnel
+    // repaired late).
+    result.set(
+        names.metric("sender_spurious_losses"),
+        stats.spurious_losses as f64,
+    );
 }
 
 /// The sender's sampled time series, if it was sampled.
@@ -330,7 +337,9 @@ fn add_series(result: &mut TrialResult, record: &quic::ConnRecord) {
     column("srtt_ms", &|s| millis(s.smoothed_rtt));
     column("bytes_in_flight", &|s| s.bytes_in_flight as f64);
     column("lost_packets", &|s| s.lost_packets as f64);
-    column("spurious_losses", &|s| s.spurious_losses as f64);
+    column("spurious_congestion_events", &|s| {
+        s.spurious_congestion_events as f64
+    });
 }
 
 /// The window a scenario measures throughput and RTTs over

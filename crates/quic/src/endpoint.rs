@@ -502,6 +502,6 @@ fn sample(conn: &mut noq_proto::Connection, gauge: &InFlightGauge, now: Time) ->
         smoothed_rtt: stats.smoothed_rtt,
         bytes_in_flight: gauge.bytes(),
         lost_packets: stats.lost_packets,
-        spurious_losses: stats.spurious_congestion_events,
+        spurious_congestion_events: stats.spurious_congestion_events,
     }
 }

@@ -23,7 +23,7 @@ pub struct Sample {
     /// Packets declared lost so far.
     pub lost_packets: u64,
     /// Congestion events later found spurious so far.
-    pub spurious_losses: u64,
+    pub spurious_congestion_events: u64,
 }
 
 /// A connection's counters, as of the last input to its endpoint (they are

@@ -11,6 +11,10 @@ pub fn metric_label(metric: &str) -> String {
         ("fct_ms", "flow completion time (ms)"),
         ("sender_lost_packets", "packets the sender declared lost"),
         ("sender_sent_packets", "packets sent"),
+        (
+            "sender_spurious_losses",
+            "packets the sender declared lost, then saw acknowledged",
+        ),
         ("played_fraction", "fraction of packets played"),
         ("frames_received_fraction", "fraction of frames received"),
         ("retransmissions", "retransmissions"),

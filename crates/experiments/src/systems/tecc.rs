@@ -367,10 +367,10 @@ impl System for Tecc {
         }
         // Rates over the packets the end-to-end sender sent (a one-flow
         // chain): TECC Figure 3's overall retransmission rate, the tunnel's
-        // and the sender's retransmissions; and TECC §4.2.5's duplicated
-        // retransmissions, the packets TECC's server declared lost and then
-        // saw acknowledged (its controller hears of each,
-        // third_party/noq-proto/PEPKIT.md item 8).
+        // and the sender's retransmissions; and the sender's duplicated
+        // retransmissions (TECC §2.2 and §4.2.5), the packets it declared
+        // lost and then saw acknowledged, in every mode (behind RMDT, most
+        // are packets the tunnel repaired late).
         let get = |name: &str| result.metrics.get(name).copied();
         let Some(sent) = get("sender_sent_packets").filter(|&sent| sent > 0.0) else {
             return;
@@ -378,7 +378,7 @@ impl System for Tecc {
         let retransmitted = get("tunnel_server_retransmitted")
             .zip(get("sender_lost_packets"))
             .map(|(tunnel, e2e)| tunnel + e2e);
-        let duplicated = get("tecc_spurious_losses");
+        let duplicated = get("sender_spurious_losses");
         if let Some(retransmitted) = retransmitted {
             result.set("retransmission_rate", retransmitted / sent);
         }

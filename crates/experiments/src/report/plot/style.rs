@@ -104,7 +104,7 @@ pub(super) fn series_label(field: &str, max: f64) -> (String, Unit) {
         "srtt_ms" => ("smoothed RTT (ms)", plain),
         "pacing_mbps" => ("pacing rate (Mbit/s)", plain),
         "lost_packets" => ("packets declared lost", plain),
-        "spurious_losses" => ("spurious losses", plain),
+        "spurious_congestion_events" => ("spurious congestion events", plain),
         other => return (other.replace('_', " "), plain),
     };
     if unit.unit.is_empty() {
