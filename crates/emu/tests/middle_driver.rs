@@ -99,19 +99,12 @@ fn hop() -> HopConfig {
 type Arrivals = Vec<(u16, u32, Duration)>;
 
 /// Receives on the UDP ports until `stop`, stamping each arrival.
-fn serve_udp(clock: RealClock, stop: &AtomicBool) -> io::Result<Arrivals> {
-    let sockets: Vec<UdpSocket> = [PLAIN, DROPPY, DELAYED, EXPIRING]
-        .iter()
-        .map(|&port| UdpSocket::bind(SocketAddrV4::new(SERVER, port)))
-        .collect::<io::Result<_>>()?;
-    for socket in &sockets {
-        socket.set_nonblocking(true)?;
-    }
+fn serve_udp(sockets: &[UdpSocket], clock: RealClock, stop: &AtomicBool) -> io::Result<Arrivals> {
     let mut arrivals = Vec::new();
     let mut buf = [0u8; 64];
     while !stop.load(Ordering::Relaxed) {
         let mut idle = true;
-        for socket in &sockets {
+        for socket in sockets {
             while let Ok(len) = socket.recv(&mut buf) {
                 idle = false;
                 let now = clock.now();
@@ -270,8 +263,17 @@ fn exchange(testbed: &Testbed) -> Traffic {
                 let sniffer = PacketSocket::bind("eth0", 4 << 20)?;
                 let listener = TcpListener::bind(SocketAddrV4::new(SERVER, TCP_PORT))?;
                 let tcp = std::thread::spawn(move || serve_tcp(listener));
+                // Bound before the client is told to send: a datagram to a
+                // port nobody has bound yet is dropped.
+                let sockets: Vec<UdpSocket> = [PLAIN, DROPPY, DELAYED, EXPIRING]
+                    .iter()
+                    .map(|&port| UdpSocket::bind(SocketAddrV4::new(SERVER, port)))
+                    .collect::<io::Result<_>>()?;
+                for socket in &sockets {
+                    socket.set_nonblocking(true)?;
+                }
                 let _ = ready_tx.send(());
-                let arrivals = serve_udp(clock, &stop)?;
+                let arrivals = serve_udp(&sockets, clock, &stop)?;
                 let tcp = tcp.join().expect("the TCP server thread");
                 Ok((arrivals, wire_ttls(&sniffer)?, tcp))
             })
