@@ -199,6 +199,29 @@ impl Controller {
         }
     }
 
+    /// Whether it sets its endpoint's loss thresholds itself
+    /// ([`Built::loss_detection`]).
+    pub fn sets_loss_detection(&self) -> bool {
+        match self {
+            Controller::Tecc(_) => true,
+            Controller::Cubic
+            | Controller::Newreno
+            | Controller::Bbr
+            | Controller::BbrS
+            | Controller::NoqBbr3
+            | Controller::PepkitCubic(_)
+            | Controller::Pacubic(_)
+            | Controller::Copa(_)
+            | Controller::Ledbat(_)
+            | Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::ProteusH(_)
+            | Controller::None
+            | Controller::Constant(_) => false,
+        }
+    }
+
     /// Whether it reads `input` when given it (whether or not it needs it).
     pub fn reads(&self, input: Input) -> bool {
         match self {

@@ -682,3 +682,39 @@ fn a_bad_chunk_variability_is_named() {
     ));
     assert_mentions(&field, &["mean"]);
 }
+
+#[test]
+fn loss_thresholds_are_checked_by_field() {
+    let with = |end: &str, spec: &str| {
+        BASE.replace(
+            &format!("[{end}]\naddr"),
+            &format!("[{end}]\nloss_detection = {spec}\naddr"),
+        )
+    };
+    let ok = ScenarioFile::parse(
+        &with("server", "{ packet_threshold = 300 }"),
+        PathBuf::from("ok.toml"),
+    )
+    .unwrap();
+    let loss = ok.base.flows()[0].server_loss_detection.unwrap();
+    assert_eq!((loss.packet_threshold, loss.time_threshold), (300, 1.125));
+    assert_mentions(
+        &error(&with("client", "{ packet_threshold = 0 }")),
+        &["client.loss_detection.packet_threshold", "at least 1"],
+    );
+    assert_mentions(
+        &error(&with("server", "{ time_threshold = 0.5 }")),
+        &["server.loss_detection.time_threshold", "between 1 and 100"],
+    );
+    assert_mentions(
+        &error(&with("server", "{ packets = 5 }")),
+        &["packets", "packet_threshold"],
+    );
+    assert_mentions(
+        &error(&format!(
+            "transport = \"tcp\"\n{}",
+            with("client", "{ packet_threshold = 5 }")
+        )),
+        &["client.loss_detection", "Linux"],
+    );
+}

@@ -16,6 +16,7 @@
 //! after the checks that span fields. Nothing downstream re-checks.
 
 mod check;
+mod endpoint;
 mod error;
 mod file;
 mod hop;
@@ -124,6 +125,10 @@ pub struct Flow {
     pub server_ack_frequency: Option<quic::AckFrequency>,
     /// The server acknowledges at most once per this long.
     pub server_min_ack_delay: Option<Duration>,
+    /// The client's loss thresholds, if not RFC 9002's.
+    pub client_loss_detection: Option<quic::LossDetection>,
+    /// The server's loss thresholds, if not RFC 9002's.
+    pub server_loss_detection: Option<quic::LossDetection>,
     /// When the client starts.
     pub start: Duration,
     /// Its own amount (bulk), replacing the workload's.

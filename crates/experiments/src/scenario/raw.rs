@@ -123,6 +123,9 @@ pub(crate) struct RawEndpoint {
     pub ack_frequency: Option<AckFrequencySpec>,
     #[serde(default)]
     pub min_ack_delay: Option<Span>,
+    /// When it declares a packet lost (default: RFC 9002's thresholds).
+    #[serde(default)]
+    pub loss_detection: Option<LossDetectionSpec>,
     /// An independent QUIC stack for this end (real mode only).
     #[serde(default)]
     pub stack: Option<crate::peers::Stack>,
@@ -137,6 +140,20 @@ pub struct AckFrequencySpec {
     /// The longest it may wait (noq-proto caps this at max(RTT, 25 ms)).
     #[serde(default)]
     pub max_delay: Option<Span>,
+}
+
+/// An endpoint's `loss_detection = { packet_threshold = 3, time_threshold
+/// = 1.125 }`: a packet is lost once this many later packets were
+/// acknowledged, or this many RTTs after it was sent (RFC 9002 §6.1).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LossDetectionSpec {
+    /// Packets acknowledged after it (default 3).
+    #[serde(default)]
+    pub packet_threshold: Option<u32>,
+    /// RTTs since it was sent (default 9/8).
+    #[serde(default)]
+    pub time_threshold: Option<f64>,
 }
 
 /// One hop, as written.

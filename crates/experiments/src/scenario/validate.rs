@@ -1,7 +1,8 @@
 //! From the file as written ([`RawScenario`]) to a validated [`Scenario`]:
 //! every check that spans fields, in one place, each naming the field.
 
-use super::raw::{AckFrequencySpec, RawEndpoint, RawFlow, RawScenario, Transport};
+use super::endpoint::{ack_frequency, endpoint_addr, loss_detection, offset_addr, quic_controller};
+use super::raw::{RawEndpoint, RawFlow, RawScenario, Transport};
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
 use crate::outcome::{Phase, Window, slug};
@@ -341,11 +342,15 @@ impl RawScenario {
             return fail("flows", "competing flows run our own endpoints only");
         }
         for (who, end) in [("client", &self.client), ("server", &self.server)] {
-            if end.controller.is_some() || end.ack_frequency.is_some() {
+            if end.controller.is_some()
+                || end.ack_frequency.is_some()
+                || end.loss_detection.is_some()
+            {
                 return fail(
                     &format!("{who}.stack"),
                     "an independent stack runs with its own settings (its congestion control, \
-                     its ACKs): no `controller` or `ack_frequency`",
+                     its ACKs, its loss detection): no `controller`, `ack_frequency` or \
+                     `loss_detection`",
                 );
             }
         }
@@ -364,6 +369,14 @@ impl RawScenario {
         debug_assert!(traits.kernel_tcp);
         if !self.flows.is_empty() {
             return fail("flows", "competing flows are QUIC only");
+        }
+        for (who, end) in [("client", &self.client), ("server", &self.server)] {
+            if end.loss_detection.is_some() {
+                return fail(
+                    &format!("{who}.loss_detection"),
+                    "with transport = \"tcp\", Linux detects losses (RACK)",
+                );
+            }
         }
         let linux = |endpoint: &RawEndpoint, who: &str| match &endpoint.controller {
             None => Ok("cubic".to_string()),
@@ -399,6 +412,8 @@ impl RawScenario {
             self.check_requires(&client_controller, "client.controller", &inputs.0)?;
             self.check_requires(&server_controller, "server.controller", &inputs.1)?;
         }
+        let client_loss_detection = loss_detection(&self.client, "client", &client_controller)?;
+        let server_loss_detection = loss_detection(&self.server, "server", &server_controller)?;
         Ok(Flow {
             name: None,
             client: endpoint_addr(&self.client, CLIENT_PORT),
@@ -408,6 +423,8 @@ impl RawScenario {
             client_ack_frequency: ack_frequency(self.client.ack_frequency),
             server_ack_frequency: ack_frequency(self.server.ack_frequency),
             server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
+            client_loss_detection,
+            server_loss_detection,
             start: Duration::ZERO,
             amount: None,
             served,
@@ -728,6 +745,16 @@ impl RawScenario {
             }
             switch.push((change.at.0, change.to.utility()));
         }
+        // The endpoints' loss detection is their QUIC's; Linux's for a
+        // kernel TCP flow.
+        let (client_loss_detection, server_loss_detection) = if kernel_tcp.is_some() {
+            (None, None)
+        } else {
+            (
+                loss_detection(&self.client, "client", &client_controller)?,
+                loss_detection(&self.server, "server", &server_controller)?,
+            )
+        };
         Ok(Flow {
             name: Some(raw.name.clone()),
             client: at(&self.client, "client", CLIENT_PORT)?,
@@ -738,6 +765,8 @@ impl RawScenario {
             client_ack_frequency: ack_frequency(self.client.ack_frequency),
             server_ack_frequency: ack_frequency(self.server.ack_frequency),
             server_min_ack_delay: self.server.min_ack_delay.map(|span| span.0),
+            client_loss_detection,
+            server_loss_detection,
             start: raw.start.0,
             amount,
             served: raw.middle,
@@ -750,44 +779,5 @@ impl RawScenario {
                 raw.server_delay.map(|span| span.0),
             ),
         })
-    }
-}
-
-/// An endpoint's socket address.
-fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {
-    SocketAddr::new(endpoint.addr, endpoint.port.unwrap_or(default_port))
-}
-
-/// An endpoint's QUIC controller (default CUBIC).
-fn quic_controller(endpoint: &RawEndpoint, who: &str) -> Result<cc::Controller, Problem> {
-    let Some(value) = endpoint.controller.clone() else {
-        return Ok(cc::Controller::default());
-    };
-    crate::shorthand::tagged(value).map_err(|error: toml::de::Error| {
-        (
-            format!("{who}.controller"),
-            super::error::first_line(&error.to_string()).to_string(),
-        )
-    })
-}
-
-/// An endpoint's ACK-frequency request.
-fn ack_frequency(spec: Option<AckFrequencySpec>) -> Option<quic::AckFrequency> {
-    spec.map(|spec| quic::AckFrequency {
-        threshold: spec.threshold,
-        max_delay: spec.max_delay.map(|span| span.0),
-    })
-}
-
-/// `addr` plus `offset`, if that stays in the address family.
-fn offset_addr(addr: IpAddr, offset: u128) -> Option<IpAddr> {
-    match addr {
-        IpAddr::V4(v4) => u32::try_from(offset)
-            .ok()
-            .and_then(|offset| u32::from(v4).checked_add(offset))
-            .map(|n| IpAddr::V4(n.into())),
-        IpAddr::V6(v6) => u128::from(v6)
-            .checked_add(offset)
-            .map(|n| IpAddr::V6(n.into())),
     }
 }

@@ -169,14 +169,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             &flow.client_controller,
             seed.derive(&names.label("controller/client")),
             (Side::Client, &feeds, client_utility),
-            flow.client_ack_frequency,
+            (flow.client_ack_frequency, flow.client_loss_detection),
         );
         let server_quic = endpoint(
             &quic,
             &flow.server_controller,
             seed.derive(&names.label("controller/server")),
             (Side::Server, &feeds, server_utility),
-            flow.server_ack_frequency,
+            (flow.server_ack_frequency, flow.server_loss_detection),
         );
         let Hosts { client, server } = workload.endpoints(&FlowSetup {
             seed,
@@ -225,13 +225,15 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
 
 /// An endpoint's QUIC configuration with its controller built (with what
 /// the system feeds it and the application's utility handle, where
-/// given), and the controller's counters.
+/// given), its ACK-frequency request and its loss thresholds (the
+/// scenario's or its controller's; validation lets only one set them), and
+/// the controller's counters.
 fn endpoint(
     quic: &QuicConfig,
     controller: &cc::Controller,
     seed: Seed,
     (side, feeds, utility): (Side, &Feeds, Option<cc::UtilityHandle>),
-    ack_frequency: Option<quic::AckFrequency>,
+    (ack_frequency, loss_detection): (Option<quic::AckFrequency>, Option<quic::LossDetection>),
 ) -> (
     QuicConfig,
     Option<std::sync::Arc<dyn cc::ControllerCounters>>,
@@ -260,7 +262,7 @@ fn endpoint(
     if let Some(log) = cids {
         config = config.with_cid_log(log);
     }
-    if let Some(loss) = built.loss_detection {
+    if let Some(loss) = built.loss_detection.or(loss_detection) {
         config = config.with_loss_detection(loss);
     }
     if let Some(frequency) = ack_frequency {

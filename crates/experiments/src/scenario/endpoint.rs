@@ -1,0 +1,97 @@
+//! An endpoint's fields (`[client]`, `[server]`), read: its address, its
+//! controller, what it asks of its peer's ACKs and its loss detection.
+
+use super::raw::{AckFrequencySpec, LossDetectionSpec, RawEndpoint};
+use std::net::{IpAddr, SocketAddr};
+
+/// A problem: the field (dotted) and what is wrong.
+type Problem = (String, String);
+
+/// An endpoint's socket address.
+pub(super) fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {
+    SocketAddr::new(endpoint.addr, endpoint.port.unwrap_or(default_port))
+}
+
+/// An endpoint's QUIC controller (default CUBIC).
+pub(super) fn quic_controller(
+    endpoint: &RawEndpoint,
+    who: &str,
+) -> Result<cc::Controller, Problem> {
+    let Some(value) = endpoint.controller.clone() else {
+        return Ok(cc::Controller::default());
+    };
+    crate::shorthand::tagged(value).map_err(|error: toml::de::Error| {
+        (
+            format!("{who}.controller"),
+            super::error::first_line(&error.to_string()).to_string(),
+        )
+    })
+}
+
+/// An endpoint's ACK-frequency request.
+pub(super) fn ack_frequency(spec: Option<AckFrequencySpec>) -> Option<quic::AckFrequency> {
+    spec.map(|spec| quic::AckFrequency {
+        threshold: spec.threshold,
+        max_delay: spec.max_delay.map(|span| span.0),
+    })
+}
+
+/// An endpoint's loss thresholds, if it sets them (RFC 9002's otherwise),
+/// for `controller`, which may not set its own as well.
+pub(super) fn loss_detection(
+    endpoint: &RawEndpoint,
+    who: &str,
+    controller: &cc::Controller,
+) -> Result<Option<quic::LossDetection>, Problem> {
+    let Some(LossDetectionSpec {
+        packet_threshold,
+        time_threshold,
+    }) = endpoint.loss_detection
+    else {
+        return Ok(None);
+    };
+    let field = |inner: &str| format!("{who}.loss_detection{inner}");
+    if controller.sets_loss_detection() {
+        return Err((
+            field(""),
+            format!(
+                "the {} controller sets its own loss detection (its settings)",
+                controller.name()
+            ),
+        ));
+    }
+    let rfc = quic::LossDetection::default();
+    let packet_threshold = packet_threshold.unwrap_or(rfc.packet_threshold);
+    if packet_threshold == 0 {
+        return Err((
+            field(".packet_threshold"),
+            "at least 1 (RFC 9002 recommends 3)".into(),
+        ));
+    }
+    let time_threshold = time_threshold.unwrap_or(f64::from(rfc.time_threshold));
+    // Under one RTT a packet would be declared lost before its ACK could
+    // arrive.
+    if !(1.0..=100.0).contains(&time_threshold) {
+        return Err((
+            field(".time_threshold"),
+            format!("{time_threshold} is not between 1 and 100 RTTs (RFC 9002 recommends 9/8)"),
+        ));
+    }
+    Ok(Some(quic::LossDetection {
+        packet_threshold,
+        time_threshold: time_threshold as f32,
+    }))
+}
+
+/// `addr` plus `offset`, if that stays in the address family.
+pub(super) fn offset_addr(addr: IpAddr, offset: u128) -> Option<IpAddr> {
+    match addr {
+        IpAddr::V4(v4) => u32::try_from(offset)
+            .ok()
+            .and_then(|offset| u32::from(v4).checked_add(offset))
+            .map(|n| IpAddr::V4(n.into())),
+        IpAddr::V6(v6) => u128::from(v6)
+            .checked_add(offset)
+            .map(|n| IpAddr::V6(n.into())),
+    }
+}
