@@ -171,8 +171,8 @@ impl Controller {
         }
     }
 
-    /// What it reads from beside its endpoint, with why, if anything.
-    pub fn requires(&self) -> Option<(Input, &'static str)> {
+    /// What it reads from beside its endpoint when given it, if anything.
+    pub fn input(&self) -> Option<Input> {
         match self {
             Controller::Cubic
             | Controller::Newreno
@@ -182,43 +182,35 @@ impl Controller {
             | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
-            | Controller::Vivace
-            | Controller::ProteusP(_)
-            | Controller::ProteusS(_)
             | Controller::None
             | Controller::Constant(_) => None,
-            Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
-            Controller::Pacubic(_) => Some((
-                Input::SidekickSignals,
-                crate::pacubic::PacubicSettings::REQUIRES,
-            )),
-            Controller::ProteusH(settings) => settings
-                .threshold_mbps
-                .is_none()
-                .then_some((Input::UtilityHandle, crate::pcc::HybridSettings::REQUIRES)),
+            Controller::Pacubic(_) => Some(Input::SidekickSignals),
+            Controller::Tecc(_) => Some(Input::TeccFeedback),
+            Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::ProteusH(_) => Some(Input::UtilityHandle),
         }
+    }
+
+    /// What it reads from beside its endpoint, with why, if it cannot run
+    /// without it.
+    pub fn requires(&self) -> Option<(Input, &'static str)> {
+        let why = match self {
+            Controller::Tecc(_) => crate::tecc::TeccSettings::REQUIRES,
+            Controller::Pacubic(_) => crate::pacubic::PacubicSettings::REQUIRES,
+            Controller::ProteusH(settings) if settings.threshold_mbps.is_none() => {
+                crate::pcc::HybridSettings::REQUIRES
+            }
+            // The others read their input (if any) only when given it.
+            _ => return None,
+        };
+        Some((self.input()?, why))
     }
 
     /// Whether it reads `input` when given it (whether or not it needs it).
     pub fn reads(&self, input: Input) -> bool {
-        match self {
-            Controller::Cubic
-            | Controller::Newreno
-            | Controller::Bbr
-            | Controller::BbrS
-            | Controller::NoqBbr3
-            | Controller::PepkitCubic(_)
-            | Controller::Copa(_)
-            | Controller::Ledbat(_)
-            | Controller::None
-            | Controller::Constant(_) => false,
-            Controller::Pacubic(_) => input == Input::SidekickSignals,
-            Controller::Tecc(_) => input == Input::TeccFeedback,
-            Controller::Vivace
-            | Controller::ProteusP(_)
-            | Controller::ProteusS(_)
-            | Controller::ProteusH(_) => input == Input::UtilityHandle,
-        }
+        self.input() == Some(input)
     }
 
     /// Builds it for one endpoint.
