@@ -155,6 +155,17 @@ const fn neg_inverse_table(p: u64, shoup: bool) -> [(u64, u64); MAX_THRESHOLD + 
     table
 }
 
+/// Declares a field: a unit type, sealed (only this module makes fields).
+macro_rules! field_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+
+        impl sealed::Sealed for $name {}
+    };
+}
+
 /// What every field declares the same way: its modulus `$p`, its
 /// identifier type `$id` (whose width gives `ID_BYTES`), the identifier
 /// conversions, and the inverses of small integers from a table built at
@@ -239,11 +250,10 @@ macro_rules! small_field_ops {
     };
 }
 
-/// `GF(65521)`, for 16-bit identifiers (`p = 2^16 - 15`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F16;
-
-impl sealed::Sealed for F16 {}
+field_type! {
+    /// `GF(65521)`, for 16-bit identifiers (`p = 2^16 - 15`).
+    F16
+}
 
 impl Field for F16 {
     prime_field_items!(u16, modulus: 65_521, shoup: false);
@@ -274,9 +284,10 @@ impl Field for F16 {
     }
 }
 
-/// `GF(2^32 - 5)`, for 32-bit identifiers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F32;
+field_type! {
+    /// `GF(2^32 - 5)`, for 32-bit identifiers.
+    F32
+}
 
 impl F32 {
     /// Shoup's precomputation for a multiplier `b < p` used many times:
@@ -345,8 +356,6 @@ impl F32 {
     }
 }
 
-impl sealed::Sealed for F32 {}
-
 impl Field for F32 {
     prime_field_items!(u32, modulus: 4_294_967_291, shoup: true);
 
@@ -406,11 +415,10 @@ impl Field for F32 {
     }
 }
 
-/// `GF(2^64 - 59)`, for 64-bit identifiers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F64;
-
-impl sealed::Sealed for F64 {}
+field_type! {
+    /// `GF(2^64 - 59)`, for 64-bit identifiers.
+    F64
+}
 
 impl Field for F64 {
     prime_field_items!(u64, modulus: 18_446_744_073_709_551_557, shoup: false);
