@@ -296,6 +296,24 @@ impl CubicCore {
         true
     }
 
+    /// [`CubicCore::on_congestion_event`] for a signal that may be `certain`
+    /// (an ECN mark, a loss the proxy saw): a reduction for a certain
+    /// signal cannot be undone as spurious. Returns whether it reduced.
+    pub fn on_congestion_signal(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        persistent: bool,
+        certain: bool,
+        response: CubicParams,
+    ) -> bool {
+        let reduced = self.on_congestion_event(now, sent, persistent, response);
+        if reduced && certain {
+            self.forget_saved();
+        }
+        reduced
+    }
+
     /// Drops the state saved by the last reduction, so that
     /// [`CubicCore::undo_last_reduction`] cannot undo it (the caller knows
     /// the loss was real).
@@ -368,14 +386,9 @@ impl Controller for Cubic {
         _largest_lost_pn: u64,
     ) {
         let params = self.core.base;
-        if self
-            .core
-            .on_congestion_event(now, sent, is_persistent_congestion, params)
-            && is_ecn
-        {
-            // ECN marks are never spurious.
-            self.core.forget_saved();
-        }
+        // ECN marks are never spurious.
+        self.core
+            .on_congestion_signal(now, sent, is_persistent_congestion, is_ecn, params);
     }
 
     fn on_spurious_congestion_event(&mut self) {

@@ -171,8 +171,8 @@ impl Controller {
         }
     }
 
-    /// What it reads from beside its endpoint, with why, if anything.
-    pub fn requires(&self) -> Option<(Input, &'static str)> {
+    /// What it reads from beside its endpoint when given it, if anything.
+    pub fn input(&self) -> Option<Input> {
         match self {
             Controller::Cubic
             | Controller::Newreno
@@ -182,20 +182,14 @@ impl Controller {
             | Controller::PepkitCubic(_)
             | Controller::Copa(_)
             | Controller::Ledbat(_)
-            | Controller::Vivace
-            | Controller::ProteusP(_)
-            | Controller::ProteusS(_)
             | Controller::None
             | Controller::Constant(_) => None,
-            Controller::Tecc(_) => Some((Input::TeccFeedback, crate::tecc::TeccSettings::REQUIRES)),
-            Controller::Pacubic(_) => Some((
-                Input::SidekickSignals,
-                crate::pacubic::PacubicSettings::REQUIRES,
-            )),
-            Controller::ProteusH(settings) => settings
-                .threshold_mbps
-                .is_none()
-                .then_some((Input::UtilityHandle, crate::pcc::HybridSettings::REQUIRES)),
+            Controller::Pacubic(_) => Some(Input::SidekickSignals),
+            Controller::Tecc(_) => Some(Input::TeccFeedback),
+            Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::ProteusH(_) => Some(Input::UtilityHandle),
         }
     }
 
@@ -222,10 +216,22 @@ impl Controller {
         }
     }
 
-    /// Whether it reads `input` when given it (whether or not it needs it).
-    pub fn reads(&self, input: Input) -> bool {
-        match self {
-            Controller::Cubic
+    /// What it reads from beside its endpoint, with why, if it cannot run
+    /// without it.
+    pub fn requires(&self) -> Option<(Input, &'static str)> {
+        let why = match self {
+            Controller::Tecc(_) => crate::tecc::TeccSettings::REQUIRES,
+            Controller::Pacubic(_) => crate::pacubic::PacubicSettings::REQUIRES,
+            Controller::ProteusH(settings) if settings.threshold_mbps.is_none() => {
+                crate::pcc::HybridSettings::REQUIRES
+            }
+            // Read their input (if any) only when given it; Proteus-H with
+            // a fixed threshold needs no handle.
+            Controller::ProteusH(_)
+            | Controller::Vivace
+            | Controller::ProteusP(_)
+            | Controller::ProteusS(_)
+            | Controller::Cubic
             | Controller::Newreno
             | Controller::Bbr
             | Controller::BbrS
@@ -234,14 +240,14 @@ impl Controller {
             | Controller::Copa(_)
             | Controller::Ledbat(_)
             | Controller::None
-            | Controller::Constant(_) => false,
-            Controller::Pacubic(_) => input == Input::SidekickSignals,
-            Controller::Tecc(_) => input == Input::TeccFeedback,
-            Controller::Vivace
-            | Controller::ProteusP(_)
-            | Controller::ProteusS(_)
-            | Controller::ProteusH(_) => input == Input::UtilityHandle,
-        }
+            | Controller::Constant(_) => return None,
+        };
+        Some((self.input()?, why))
+    }
+
+    /// Whether it reads `input` when given it (whether or not it needs it).
+    pub fn reads(&self, input: Input) -> bool {
+        self.input() == Some(input)
     }
 
     /// Builds it for one endpoint.

@@ -30,14 +30,14 @@
 use crate::RealClock;
 use crate::driver::{
     DriverError, DriverInterface, Mac, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic,
-    Placement, Routes, write_table,
+    Placement, Routes, run_until_stopped, write_table,
 };
 use crate::sys::command::ip;
 use pemi::{ConnSummary, Pemi, PemiConfig, PemiStats};
 use serde::Serialize;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The longest the daemon sleeps without looking at its flags.
@@ -235,21 +235,23 @@ impl PemiDaemon {
         mut log: impl Write,
     ) -> Result<PemiDaemonStats, PemiDaemonError> {
         let cpu_start = crate::sys::thread_cpu_time().ok();
-        while !stop.load(Ordering::Relaxed) {
-            if dump.swap(false, Ordering::Relaxed) {
-                self.dump(&mut log);
-            }
-            let now = self.driver.clock().now();
-            let mut periodic = self.periodic;
-            periodic.write_if_due(now, &mut log, || self.stats());
-            self.periodic = periodic;
-            self.driver.turn(MAX_SLEEP)?;
-        }
+        run_until_stopped(&mut self, stop, dump, &mut log, Self::dump, Self::turn)?;
         let mut stats = self.stats();
         if let (Some(start), Ok(end)) = (cpu_start, crate::sys::thread_cpu_time()) {
             stats.driver.cpu_ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
         }
         Ok(stats)
+    }
+
+    /// One turn of the driver's loop ([`MiddleDriver::turn`]), with the
+    /// periodic counters written to `log` when due.
+    fn turn(&mut self, log: &mut dyn Write) -> Result<(), PemiDaemonError> {
+        let now = self.driver.clock().now();
+        let mut periodic = self.periodic;
+        periodic.write_if_due(now, log, || self.stats());
+        self.periodic = periodic;
+        self.driver.turn(MAX_SLEEP)?;
+        Ok(())
     }
 
     /// The counters now (reads the kernel's drop counters).

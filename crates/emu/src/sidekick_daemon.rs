@@ -34,7 +34,7 @@
 use crate::RealClock;
 use crate::driver::{
     DriverError, DriverInterface, MiddleDriver, MiddleNodeSpec, MiddleStats, Periodic, Placement,
-    write_table,
+    run_until_stopped, write_table,
 };
 use netsim::{Seed, Time};
 use serde::Serialize;
@@ -42,7 +42,7 @@ use sidekick::wire::Interval;
 use sidekick::{FlowSummary, ProxyConfig, ProxyStats, SidekickProxy};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The control port when none is given.
@@ -235,12 +235,14 @@ impl SidekickDaemon {
         dump: &AtomicBool,
         mut log: impl Write,
     ) -> Result<DaemonStats, DaemonError> {
-        while !stop.load(Ordering::Relaxed) {
-            if dump.swap(false, Ordering::Relaxed) {
-                self.dump(&mut log);
-            }
-            self.turn(MAX_SLEEP, &mut log)?;
-        }
+        run_until_stopped(
+            &mut self,
+            stop,
+            dump,
+            &mut log,
+            Self::dump,
+            |daemon, log| daemon.turn(MAX_SLEEP, log),
+        )?;
         Ok(self.stats())
     }
 

@@ -6,8 +6,6 @@
 
 use std::net::IpAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use emu::driver::Mac;
@@ -213,13 +211,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         eprintln!("pemi: entering network namespace {netns}: {e}");
         return ExitCode::FAILURE;
     }
-    let flags = crate::daemon::stop_flag().and_then(|stop| {
-        let dump = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&dump))
-            .map_err(|e| format!("installing a signal handler: {e}"))?;
-        Ok((stop, dump))
-    });
-    let (stop, dump) = match flags {
+    let (stop, dump) = match crate::daemon::stop_and_dump_flags() {
         Ok(flags) => flags,
         Err(e) => {
             eprintln!("pemi: {e}");
@@ -252,17 +244,5 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             .probe_addr
             .map_or("nowhere (no ICMP)".to_string(), |a| a.to_string())
     );
-    match daemon.run(&stop, &dump, std::io::stderr()) {
-        Ok(stats) => {
-            println!(
-                "{}",
-                serde_json::to_string(&stats).expect("counters serialise")
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("pemi: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::daemon::report("pemi", daemon.run(&stop, &dump, std::io::stderr()))
 }

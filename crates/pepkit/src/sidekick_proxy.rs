@@ -6,8 +6,6 @@
 //! standard output and exits 0.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use emu::sidekick_daemon::{self, DaemonError, SidekickDaemon, SidekickDaemonConfig};
@@ -115,12 +113,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         }
         return ExitCode::FAILURE;
     }
-    let (stop, dump) = match crate::daemon::stop_flag().and_then(|stop| {
-        let dump = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&dump))
-            .map_err(|e| format!("installing a signal handler: {e}"))?;
-        Ok((stop, dump))
-    }) {
+    let (stop, dump) = match crate::daemon::stop_and_dump_flags() {
         Ok(flags) => flags,
         Err(e) => {
             eprintln!("sidekick-proxy: {e}");
@@ -146,17 +139,8 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         "sidekick-proxy: watching {} for sidekick requests, control address {}",
         config.iface, config.addr
     );
-    match daemon.run(&stop, &dump, std::io::stderr()) {
-        Ok(stats) => {
-            println!(
-                "{}",
-                serde_json::to_string(&stats).expect("counters serialise")
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("sidekick-proxy: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::daemon::report(
+        "sidekick-proxy",
+        daemon.run(&stop, &dump, std::io::stderr()),
+    )
 }

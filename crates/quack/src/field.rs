@@ -155,10 +155,27 @@ const fn neg_inverse_table(p: u64, shoup: bool) -> [(u64, u64); MAX_THRESHOLD + 
     table
 }
 
-/// The identifier conversions, the same for every width.
-macro_rules! identifier_ops {
-    ($id:ty, $inverses:ident) => {
+/// Declares a field: a unit type, sealed (only this module makes fields).
+macro_rules! field_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+
+        impl sealed::Sealed for $name {}
+    };
+}
+
+/// What every field declares the same way: its modulus `$p`, its
+/// identifier type `$id` (whose width gives `ID_BYTES`), the identifier
+/// conversions, and the inverses of small integers from a table built at
+/// compile time (with Shoup's precomputation when `$shoup`).
+macro_rules! prime_field_items {
+    ($id:ty, modulus: $p:expr, shoup: $shoup:expr) => {
         type Id = $id;
+
+        const MODULUS: u64 = $p;
+        const ID_BYTES: usize = core::mem::size_of::<$id>();
 
         #[inline(always)]
         fn element(id: $id) -> u64 {
@@ -174,12 +191,13 @@ macro_rules! identifier_ops {
 
         #[inline(always)]
         fn inv_small(k: usize) -> u64 {
-            Self::MODULUS - $inverses[k].0
+            Self::MODULUS - Self::neg_inv_small(k).0
         }
 
         #[inline(always)]
         fn neg_inv_small(k: usize) -> (u64, u64) {
-            $inverses[k]
+            static NEG_INVERSES: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table($p, $shoup);
+            NEG_INVERSES[k]
         }
 
         #[allow(clippy::unnecessary_cast)]
@@ -232,19 +250,13 @@ macro_rules! small_field_ops {
     };
 }
 
-/// `GF(65521)`, for 16-bit identifiers (`p = 2^16 - 15`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F16;
-
-impl sealed::Sealed for F16 {}
-
-static NEG_INV16: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F16::MODULUS, false);
+field_type! {
+    /// `GF(65521)`, for 16-bit identifiers (`p = 2^16 - 15`).
+    F16
+}
 
 impl Field for F16 {
-    identifier_ops!(u16, NEG_INV16);
-
-    const MODULUS: u64 = 65_521;
-    const ID_BYTES: usize = 2;
+    prime_field_items!(u16, modulus: 65_521, shoup: false);
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {
@@ -272,9 +284,10 @@ impl Field for F16 {
     }
 }
 
-/// `GF(2^32 - 5)`, for 32-bit identifiers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F32;
+field_type! {
+    /// `GF(2^32 - 5)`, for 32-bit identifiers.
+    F32
+}
 
 impl F32 {
     /// Shoup's precomputation for a multiplier `b < p` used many times:
@@ -343,15 +356,8 @@ impl F32 {
     }
 }
 
-impl sealed::Sealed for F32 {}
-
-static NEG_INV32: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F32::MODULUS, true);
-
 impl Field for F32 {
-    identifier_ops!(u32, NEG_INV32);
-
-    const MODULUS: u64 = 4_294_967_291;
-    const ID_BYTES: usize = 4;
+    prime_field_items!(u32, modulus: 4_294_967_291, shoup: true);
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {
@@ -409,19 +415,13 @@ impl Field for F32 {
     }
 }
 
-/// `GF(2^64 - 59)`, for 64-bit identifiers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct F64;
-
-impl sealed::Sealed for F64 {}
-
-static NEG_INV64: [(u64, u64); MAX_THRESHOLD + 1] = neg_inverse_table(F64::MODULUS, false);
+field_type! {
+    /// `GF(2^64 - 59)`, for 64-bit identifiers.
+    F64
+}
 
 impl Field for F64 {
-    identifier_ops!(u64, NEG_INV64);
-
-    const MODULUS: u64 = 18_446_744_073_709_551_557;
-    const ID_BYTES: usize = 8;
+    prime_field_items!(u64, modulus: 18_446_744_073_709_551_557, shoup: false);
 
     #[inline(always)]
     fn mul(a: u64, b: u64) -> u64 {

@@ -9,7 +9,6 @@
 //! starts, the handshake included) to the client reading the last
 //! response byte; each connection is closed when its flow is done.
 
-use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
 use crate::endpoint::Core;
 use crate::setup::EndpointSetup;
@@ -112,18 +111,11 @@ impl ConnectionArrivals {
                 break;
             }
             let app = ShortFlowsClient::sequential(1, self.request_bytes, flow.response_bytes);
-            let gauge = self.setup.gauge();
-            let client_config =
-                self.setup
-                    .client_config_numbered(&self.config, &gauge, self.issued as u64);
-            if let Err(error) = self.core.connect(
-                now,
-                client_config,
-                gauge,
-                self.remote,
-                TEST_SERVER_NAME,
-                app,
-            ) {
+            let n = self.issued as u64;
+            if let Err(error) =
+                self.core
+                    .connect_numbered(now, &self.setup, &self.config, n, self.remote, app)
+            {
                 panic!("cannot connect to {}: {error}", self.remote);
             }
             self.issued += 1;

@@ -174,12 +174,8 @@ impl App for BulkClient {
             self.done_at = Some(now);
             return;
         }
-        let stream = match self.stream {
-            Some(stream) => stream,
-            None => match session.open_bi() {
-                Some(stream) => *self.stream.insert(stream),
-                None => return,
-            },
+        let Some(stream) = session.open_bi_once(&mut self.stream) else {
+            return;
         };
         let mut header = [0u8; HEADER_LEN];
         header[0] = u8::from(self.direction == Direction::Download);

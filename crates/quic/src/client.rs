@@ -2,7 +2,6 @@
 //! runs one application on the connection.
 
 use crate::app::App;
-use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
@@ -59,16 +58,10 @@ impl<A: App> QuicClient<A> {
         let Some(app) = self.pending.take() else {
             return;
         };
-        let gauge = self.setup.gauge();
-        let client_config = self.setup.client_config(&self.config, &gauge);
-        if let Err(error) = self.core.connect(
-            now,
-            client_config,
-            gauge,
-            self.remote,
-            TEST_SERVER_NAME,
-            app,
-        ) {
+        if let Err(error) =
+            self.core
+                .connect_numbered(now, &self.setup, &self.config, 0, self.remote, app)
+        {
             // A bad remote address is a scenario error; there is nothing to run.
             panic!("cannot connect to {}: {error}", self.remote);
         }

@@ -3,7 +3,6 @@
 //! server), with its applications reachable between inputs.
 
 use crate::app::App;
-use crate::certificate::TEST_SERVER_NAME;
 use crate::config::QuicConfig;
 use crate::endpoint::Core;
 use crate::metrics::ConnRecord;
@@ -64,10 +63,8 @@ impl<A: App> EmbeddedEndpoint<A> {
         remote: SocketAddr,
         app: A,
     ) -> Result<(), noq_proto::ConnectError> {
-        let gauge = self.setup.gauge();
-        let client = self.setup.client_config(&self.config, &gauge);
         self.core
-            .connect(now, client, gauge, remote, TEST_SERVER_NAME, app)
+            .connect_numbered(now, &self.setup, &self.config, 0, remote, app)
     }
 
     /// A datagram arrived. A new connection (if the endpoint listens) runs

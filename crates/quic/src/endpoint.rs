@@ -2,9 +2,11 @@
 //! connections and their applications, in virtual time.
 
 use crate::app::App;
+use crate::certificate::TEST_SERVER_NAME;
 use crate::channel::DatagramChannel;
 use crate::clock::SimClock;
 use crate::clock::VirtualWallClock;
+use crate::config::QuicConfig;
 use crate::metrics::{ConnRecord, ConnStats, Sample};
 use crate::probe::InFlightGauge;
 use crate::session::Session;
@@ -106,6 +108,23 @@ impl<A: App> Core<A> {
         self.insert(now, handle, conn, gauge, app);
         self.process(now);
         Ok(())
+    }
+
+    /// Starts the endpoint's connection number `n` (its own initial CID,
+    /// see [`EndpointSetup::client_config_numbered`]) to the test server at
+    /// `remote`, running `app`, with a fresh gauge.
+    pub(crate) fn connect_numbered(
+        &mut self,
+        now: Time,
+        setup: &EndpointSetup,
+        config: &QuicConfig,
+        n: u64,
+        remote: std::net::SocketAddr,
+        app: A,
+    ) -> Result<(), noq_proto::ConnectError> {
+        let gauge = setup.gauge();
+        let client_config = setup.client_config_numbered(config, &gauge, n);
+        self.connect(now, client_config, gauge, remote, TEST_SERVER_NAME, app)
     }
 
     fn insert(

@@ -90,6 +90,16 @@ impl<'a> Session<'a> {
         self.conn.streams().open(Dir::Bi).map(StreamId)
     }
 
+    /// The stream in `slot`, after opening a bidirectional one into it if
+    /// it is empty (`None` while the peer's limit allows none): for an
+    /// application that runs on one stream of its own.
+    pub fn open_bi_once(&mut self, slot: &mut Option<StreamId>) -> Option<StreamId> {
+        if slot.is_none() {
+            *slot = self.open_bi();
+        }
+        *slot
+    }
+
     /// Accepts a bidirectional stream the peer opened, if any.
     pub fn accept_bi(&mut self) -> Option<StreamId> {
         self.conn.streams().accept(Dir::Bi).map(StreamId)

@@ -336,12 +336,8 @@ impl App for VideoClient {
             self.done = true;
             return;
         }
-        let stream = match self.stream {
-            Some(stream) => stream,
-            None => match session.open_bi() {
-                Some(stream) => *self.stream.insert(stream),
-                None => return,
-            },
+        let Some(stream) = session.open_bi_once(&mut self.stream) else {
+            return;
         };
         let was_stalled = self.stalled_since.is_some();
         self.play_until(now);

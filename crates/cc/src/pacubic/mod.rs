@@ -256,14 +256,11 @@ impl Pacubic {
     /// `sent`.
     fn on_near_loss(&mut self, now: Instant, sent: Instant) {
         let response = self.ratio.near_response(self.config.base);
+        // The proxy saw the hole: this loss is real, and a later spurious
+        // report must not undo it (nor an older reduction).
         let reduced = self
             .core
-            .on_congestion_event(now, sent.min(now), false, response);
-        if reduced {
-            // The proxy saw the hole: this loss is real, and a later
-            // spurious report must not undo it (nor an older reduction).
-            self.core.forget_saved();
-        }
+            .on_congestion_signal(now, sent.min(now), false, true, response);
         let ratio = self.ratio;
         self.count(|s| {
             s.quack_losses += 1;
@@ -364,12 +361,14 @@ impl Controller for Pacubic {
         if self.config.quack_acks && is_persistent_congestion {
             self.quacked_pending = 0;
         }
-        let reduced =
-            self.core
-                .on_congestion_event(now, sent, is_persistent_congestion, self.config.base);
-        if reduced && is_ecn {
-            self.core.forget_saved();
-        }
+        // ECN marks are never spurious.
+        let reduced = self.core.on_congestion_signal(
+            now,
+            sent,
+            is_persistent_congestion,
+            is_ecn,
+            self.config.base,
+        );
         self.count(|s| {
             s.e2e_events += 1;
             s.e2e_reductions += u64::from(reduced);

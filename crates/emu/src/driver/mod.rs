@@ -95,6 +95,27 @@ pub use middle::{
 pub use middle_stats::MiddleStats;
 pub use periodic::Periodic;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A daemon's main loop: until `stop` is set, writes its table to `log`
+/// whenever `dump` is set (SIGUSR1; it is cleared), then takes one `turn`.
+pub fn run_until_stopped<D, E>(
+    daemon: &mut D,
+    stop: &AtomicBool,
+    dump: &AtomicBool,
+    log: &mut dyn std::io::Write,
+    dump_table: impl Fn(&mut D, &mut dyn std::io::Write),
+    mut turn: impl FnMut(&mut D, &mut dyn std::io::Write) -> Result<(), E>,
+) -> Result<(), E> {
+    while !stop.load(Ordering::Relaxed) {
+        if dump.swap(false, Ordering::Relaxed) {
+            dump_table(daemon, log);
+        }
+        turn(daemon, log)?;
+    }
+    Ok(())
+}
+
 /// Writes a daemon's per-flow table to `log` (the daemons' `dump`, on
 /// SIGUSR1): a header line `"{what}: {n} {rows} at {now} s"`, then one
 /// line per row. Errors are ignored: the log is for a person watching.

@@ -75,6 +75,12 @@ impl Middle {
 /// A problem with a scenario: the field and what is wrong.
 pub(crate) type Problem = (String, String);
 
+/// A check's verdict that the `middle` system does not fit the rest of the
+/// scenario, `why` saying what to change.
+pub(crate) fn wrong_middle(why: &str) -> Result<(), Problem> {
+    Err(("middle".into(), why.into()))
+}
+
 /// What a system's checks may look at in the rest of the scenario.
 pub(crate) struct Facts {
     /// The workload's traits.
@@ -213,8 +219,11 @@ pub(crate) trait System {
     /// Checks it against the rest of the scenario.
     fn check(&self, facts: &Facts) -> Result<(), Problem>;
 
-    /// Why it cannot run in `mode`, if it cannot.
-    fn unsupported_in(&self, mode: Mode) -> Option<&'static str>;
+    /// Why it cannot run in `mode`, if it cannot (by default it runs in
+    /// both).
+    fn unsupported_in(&self, _mode: Mode) -> Option<&'static str> {
+        None
+    }
 
     /// Whether it can serve flows (`[[flows]]` with `middle = true`).
     fn serves(&self) -> bool;

@@ -17,8 +17,10 @@
 //! endpoint could, spurious retransmissions, and the error of its RTT
 //! estimate.
 
-use super::{Facts, NodeTruth, OnTestbed, Placement, Problem, System, TrialSetup, engine_as};
-use crate::outcome::{Mode, TrialResult};
+use super::{
+    Facts, NodeTruth, OnTestbed, Placement, Problem, System, TrialSetup, engine_as, wrong_middle,
+};
+use crate::outcome::TrialResult;
 use crate::units::{Bytes, Span};
 use ::pemi::{Enforcement, Pemi, PemiConfig, Side};
 use netsim::{Middlebox, Time};
@@ -210,18 +212,13 @@ impl PemiSettings {
 
 impl System for PemiSettings {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
-        let fail = |message: &str| Err(("middle".to_string(), message.to_string()));
         if facts.hops < 2 {
-            return fail("PEMI sits on a node between two hops");
+            return wrong_middle("PEMI sits on a node between two hops");
         }
         if facts.kernel_tcp || !facts.workload.quic {
-            return fail("PEMI helps QUIC; the media workload and Linux TCP are not QUIC");
+            return wrong_middle("PEMI helps QUIC; the media workload and Linux TCP are not QUIC");
         }
         Ok(())
-    }
-
-    fn unsupported_in(&self, _mode: Mode) -> Option<&'static str> {
-        None
     }
 
     fn serves(&self) -> bool {

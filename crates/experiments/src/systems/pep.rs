@@ -4,7 +4,7 @@
 //! on a thread in the node's namespace ([`emu::tcp::pep`]); both legs use
 //! the client's TCP congestion control.
 
-use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup};
+use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup, wrong_middle};
 use crate::outcome::Mode;
 use emu::tcp::pep::{self, TcpPep, TcpPepConfig};
 use netsim::Middlebox;
@@ -17,16 +17,10 @@ pub(crate) struct Pep;
 impl System for Pep {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
         if !facts.kernel_tcp {
-            return Err((
-                "middle".into(),
-                "\"pep\" splits TCP connections: set transport = \"tcp\"".into(),
-            ));
+            return wrong_middle("\"pep\" splits TCP connections: set transport = \"tcp\"");
         }
         if facts.hops < 2 {
-            return Err((
-                "middle".into(),
-                "a PEP needs a node between two hops".into(),
-            ));
+            return wrong_middle("a PEP needs a node between two hops");
         }
         Ok(())
     }

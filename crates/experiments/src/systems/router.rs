@@ -1,7 +1,6 @@
 //! A plain router: the node forwards, nothing else runs.
 
 use super::{Facts, OnTestbed, Problem, System, TrialSetup};
-use crate::outcome::Mode;
 use netsim::Middlebox;
 
 /// The router.
@@ -10,10 +9,6 @@ pub(crate) struct Router;
 impl System for Router {
     fn check(&self, _facts: &Facts) -> Result<(), Problem> {
         Ok(())
-    }
-
-    fn unsupported_in(&self, _mode: Mode) -> Option<&'static str> {
-        None
     }
 
     fn serves(&self) -> bool {

@@ -11,9 +11,9 @@
 
 use super::{
     Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
-    engine_as,
+    engine_as, wrong_middle,
 };
-use crate::outcome::{FlowNames, Mode, TrialResult};
+use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Span;
 use crate::workloads::Side;
 use netsim::{Host, Middlebox, Seed};
@@ -147,25 +147,17 @@ type Wrapped = SidekickHost<Box<dyn Host>, F32>;
 impl System for Sidekick {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
         if facts.kernel_tcp {
-            return Err((
-                "middle".into(),
-                "the sidekick sender runs beside our own endpoints: use transport = \"quic\""
-                    .into(),
-            ));
+            return wrong_middle(
+                "the sidekick sender runs beside our own endpoints: use transport = \"quic\"",
+            );
         }
         if facts.workload.data_sender != Side::Client {
-            return Err((
-                "middle".into(),
+            return wrong_middle(
                 "the sidekick helps the client as a data sender: use it with the media \
-                 workload or a bulk upload"
-                    .into(),
-            ));
+                 workload or a bulk upload",
+            );
         }
         Ok(())
-    }
-
-    fn unsupported_in(&self, _mode: Mode) -> Option<&'static str> {
-        None
     }
 
     fn serves(&self) -> bool {

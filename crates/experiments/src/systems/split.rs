@@ -14,8 +14,9 @@
 
 use super::{
     Facts, OnTestbed, Placement, Problem, System, Topology, TrialSetup, engine_as, quic_with,
+    wrong_middle,
 };
-use crate::outcome::{FlowNames, Mode, TrialResult};
+use crate::outcome::{FlowNames, TrialResult};
 use netsim::{Datagram, Dumbbell, Host, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, SplitProxy};
 use serde::{Deserialize, Serialize};
@@ -33,18 +34,17 @@ pub struct Split {
 
 impl System for Split {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
-        let fail = |message: &str| Err(("middle".to_string(), message.to_string()));
         if facts.hops < 2 {
-            return fail("a split proxy needs a node between two hops");
+            return wrong_middle("a split proxy needs a node between two hops");
         }
         if facts.kernel_tcp {
-            return fail("`split` terminates QUIC; for TCP use middle = \"pep\"");
+            return wrong_middle("`split` terminates QUIC; for TCP use middle = \"pep\"");
         }
         if !facts.workload.quic {
-            return fail("`split` terminates QUIC; the media workload is plain UDP");
+            return wrong_middle("`split` terminates QUIC; the media workload is plain UDP");
         }
         if facts.workload.server_opens_streams {
-            return fail(
+            return wrong_middle(
                 "`split` relays the streams the client opens; rtc frames travel on streams \
                  the server opens",
             );
@@ -53,10 +53,6 @@ impl System for Split {
             return Err(("middle.controller".into(), why.into()));
         }
         Ok(())
-    }
-
-    fn unsupported_in(&self, _mode: Mode) -> Option<&'static str> {
-        None
     }
 
     fn serves(&self) -> bool {

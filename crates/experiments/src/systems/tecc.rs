@@ -18,9 +18,9 @@
 
 use super::{
     Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
-    engine_as,
+    engine_as, wrong_middle,
 };
-use crate::outcome::{FlowNames, Mode as RunMode, TrialResult};
+use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Bytes;
 use netsim::{Host, Middlebox, Seed};
 use quic::{ConnRecord, QuicConfig, SimClock};
@@ -269,16 +269,11 @@ fn add_tunnel_series(server: &TunnelServer, result: &mut TrialResult) {
 impl System for Tecc {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
         if facts.kernel_tcp {
-            return Err((
-                "middle".into(),
-                "the tunnel carries UDP from our own endpoints: use transport = \"quic\"".into(),
-            ));
+            return wrong_middle(
+                "the tunnel carries UDP from our own endpoints: use transport = \"quic\"",
+            );
         }
         Ok(())
-    }
-
-    fn unsupported_in(&self, _mode: RunMode) -> Option<&'static str> {
-        None
     }
 
     fn serves(&self) -> bool {

@@ -46,37 +46,30 @@ pub struct RoutingCommands {
 /// `ip rule add fwmark 0x1 lookup 100` and
 /// `ip route add local 0.0.0.0/0 dev lo table 100`, with their undo commands.
 pub fn routing_commands() -> RoutingCommands {
-    let args = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     let mark = format!("{FWMARK:#x}");
     let table = ROUTE_TABLE.to_string();
+    // `verb` is "add" or "del": undo is the same command with "del".
+    let rule = |verb: &str| ip_args(&["rule", verb, "fwmark", &mark, "lookup", &table]);
+    let local_route = |verb: &str| {
+        ip_args(&[
+            "route",
+            verb,
+            "local",
+            "0.0.0.0/0",
+            "dev",
+            "lo",
+            "table",
+            &table,
+        ])
+    };
     RoutingCommands {
-        install: vec![
-            args(&["rule", "add", "fwmark", &mark, "lookup", &table]),
-            args(&[
-                "route",
-                "add",
-                "local",
-                "0.0.0.0/0",
-                "dev",
-                "lo",
-                "table",
-                &table,
-            ]),
-        ],
-        undo: vec![
-            args(&[
-                "route",
-                "del",
-                "local",
-                "0.0.0.0/0",
-                "dev",
-                "lo",
-                "table",
-                &table,
-            ]),
-            args(&["rule", "del", "fwmark", &mark, "lookup", &table]),
-        ],
+        install: vec![rule("add"), local_route("add")],
+        undo: vec![local_route("del"), rule("del")],
     }
+}
+
+fn ip_args(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
 }
 
 /// Installs the interception for a PEP on `port` in the current network

@@ -2,9 +2,8 @@
 //! series of a trial with a measurement window), a panel per variant with
 //! a line per flow (like Proteus's Figures 14 and 18).
 
-use super::DrawResult;
-use super::style::{colour, legend, tick};
-use super::with_legend;
+use super::style::{colour, legend};
+use super::{DrawResult, panel_grid, time_chart, with_legend};
 use crate::figure::Plot;
 use crate::run::RunResults;
 
@@ -68,26 +67,11 @@ where
         * 1.1;
     let title = format!("{title} (trial {trial})");
     let area = root.titled(&title, ("sans-serif", 20))?;
-    let cols = panels.len().clamp(1, 3);
-    let rows = panels.len().div_ceil(cols).max(1);
-    let cells = area.split_evenly((rows, cols));
+    let cells = panel_grid(&area, panels.len());
     for ((variant, flows), cell) in panels.into_iter().zip(&cells) {
         let names: Vec<&str> = flows.iter().map(|(name, _)| name.as_str()).collect();
         let (plot_area, legend_area) = with_legend(cell, &names);
-        let mut chart = ChartBuilder::on(&plot_area)
-            .caption(variant, ("sans-serif", 14))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..right, 0.0..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("throughput (Mbit/s)")
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .label_style(("sans-serif", 12))
-            .draw()?;
+        let mut chart = time_chart(&plot_area, variant, (right, top), "throughput (Mbit/s)")?;
         for (index, (_, values)) in flows.iter().enumerate() {
             let points = seconds(values, per_second, bin);
             chart.draw_series(LineSeries::new(points, colour(index).stroke_width(2)))?;

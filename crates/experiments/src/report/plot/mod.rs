@@ -285,28 +285,55 @@ where
         format!("{title} (trial {trial})")
     };
     let area = root.titled(&title, ("sans-serif", 20))?;
-    let cols = lines.len().clamp(1, 3);
-    let rows = lines.len().div_ceil(cols).max(1);
-    let panels = area.split_evenly((rows, cols));
+    let panels = panel_grid(&area, lines.len());
     for (index, ((name, points), panel)) in lines.into_iter().zip(&panels).enumerate() {
-        let mut chart = ChartBuilder::on(panel)
-            .caption(name, ("sans-serif", 14))
-            .margin(8)
-            .x_label_area_size(32)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..right, 0.0..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc(label.as_str())
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .label_style(("sans-serif", 12))
-            .draw()?;
+        let mut chart = time_chart(panel, name, (right, top), &label)?;
         let scaled = points.into_iter().map(|(t, v)| (t, v / scale));
         chart.draw_series(LineSeries::new(scaled, colour(index).stroke_width(2)))?;
     }
     Ok(())
+}
+
+/// `area` split into a grid of `count` equal panels, at most three a row
+/// (the small multiples of [`series`] and the `flows` figure).
+fn panel_grid<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    count: usize,
+) -> Vec<DrawingArea<DB, Shift>> {
+    let cols = count.clamp(1, 3);
+    let rows = count.div_ceil(cols).max(1);
+    area.split_evenly((rows, cols))
+}
+
+/// A chart on `panel` of a quantity over time: `caption` above, the x axis
+/// from 0 to `right` seconds, the y axis from 0 to `top`, labelled `y_desc`.
+fn time_chart<'a, DB: DrawingBackend>(
+    panel: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    (right, top): (f64, f64),
+    y_desc: &str,
+) -> Result<
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+>
+where
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(panel)
+        .caption(caption, ("sans-serif", 14))
+        .margin(8)
+        .x_label_area_size(32)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..right, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc(y_desc)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    Ok(chart)
 }
 
 /// The empirical CDF of a distribution pooled over each variant's trials.
