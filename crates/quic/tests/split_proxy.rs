@@ -2,7 +2,7 @@
 //! client —[1 ms, 100 Mbit/s, random loss]— proxy —[25 ms, 10 Mbit/s]— server.
 
 mod common;
-use common::noq;
+use common::{near_and_far, noq};
 
 use netsim::*;
 use quic::*;
@@ -94,14 +94,7 @@ fn run_with(
         BulkClient::new(direction, bytes),
     );
     let server = QuicServer::new(config.clone(), server_addr, BulkServerFactory);
-    let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
-        .with_buffer(BufferLimit::Packets(100));
-    if loss > 0.0 {
-        near = near.with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
-    }
-    // 100 packets: about 2.4 BDPs of the far hop (10 Mbit/s × 50 ms).
-    let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
-        .with_buffer(BufferLimit::Packets(100));
+    let (near, far) = near_and_far(loss);
     let middle = if split {
         let back = config.clone().with_controller(noq(back_cc));
         let proxy = SplitProxy::new(config.clone(), back, server_addr);
