@@ -20,7 +20,7 @@
 //! time, and the ratio computed from it, stay comparable between runs.
 
 mod common;
-use common::{bulk_ends, near_and_far};
+use common::{bulk_ends, bulk_pair, near_and_far};
 
 use netsim::*;
 use quic::*;
@@ -49,13 +49,7 @@ fn trial(seed: u64, loss: f64) -> Trial {
     let client_addr: SocketAddr = CLIENT.parse().unwrap();
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let config = QuicConfig::new(Seed::new(seed));
-    let client = QuicClient::new(
-        config.clone(),
-        client_addr,
-        server_addr,
-        BulkClient::new(Direction::Upload, BYTES),
-    );
-    let server = QuicServer::new(config, server_addr, BulkServerFactory);
+    let (client, server) = bulk_pair(config, client_addr, server_addr, Direction::Upload, BYTES);
     let (near, far) = near_and_far(loss);
     let spec = ChainSpec::new(
         HostSpec::new("client", client_addr.ip(), client),

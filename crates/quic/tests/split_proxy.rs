@@ -2,7 +2,7 @@
 //! client —[1 ms, 100 Mbit/s, random loss]— proxy —[25 ms, 10 Mbit/s]— server.
 
 mod common;
-use common::{near_and_far, noq};
+use common::{bulk_pair, near_and_far, noq};
 
 use netsim::*;
 use quic::*;
@@ -87,13 +87,7 @@ fn run_with(
     let client_addr: SocketAddr = CLIENT.parse().unwrap();
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let config = QuicConfig::new(Seed::new(seed));
-    let client = QuicClient::new(
-        config.clone(),
-        client_addr,
-        server_addr,
-        BulkClient::new(direction, bytes),
-    );
-    let server = QuicServer::new(config.clone(), server_addr, BulkServerFactory);
+    let (client, server) = bulk_pair(config.clone(), client_addr, server_addr, direction, bytes);
     let (near, far) = near_and_far(loss);
     let middle = if split {
         let back = config.clone().with_controller(noq(back_cc));

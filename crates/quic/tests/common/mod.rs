@@ -202,16 +202,31 @@ pub(crate) fn download_ends(config: QuicConfig, bytes: u64) -> ChainSpec {
         "10.0.0.1:5000".parse().unwrap(),
         "10.0.1.1:4433".parse().unwrap(),
     );
-    let client = QuicClient::new(
-        config.clone(),
-        a,
-        b,
-        BulkClient::new(Direction::Download, bytes),
-    );
-    let server = QuicServer::new(config, b, BulkServerFactory);
+    let (client, server) = bulk_pair(config, a, b, Direction::Download, bytes);
     ChainSpec::new(
         HostSpec::new("c", a.ip(), client),
         HostSpec::new("s", b.ip(), server),
+    )
+}
+
+/// Our QUIC client at `client` moving `bytes` in `direction` with our QUIC
+/// server at `server`, both on `config`.
+pub(crate) fn bulk_pair(
+    config: QuicConfig,
+    client: SocketAddr,
+    server: SocketAddr,
+    direction: Direction,
+    bytes: u64,
+) -> (QuicClient<BulkClient>, QuicServer<BulkServerFactory>) {
+    let quic_client = QuicClient::new(
+        config.clone(),
+        client,
+        server,
+        BulkClient::new(direction, bytes),
+    );
+    (
+        quic_client,
+        QuicServer::new(config, server, BulkServerFactory),
     )
 }
 
