@@ -1,6 +1,9 @@
 //! The same scenario and seed give byte-identical result files, whatever
 //! the number of threads.
 
+mod common;
+
+use common::write_and_read;
 use experiments::{Progress, RunOptions, ScenarioFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,24 +47,6 @@ name = "split"
 middle = "split"
 "#;
 
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                found.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
-            }
-        }
-    }
-    found
-}
-
 fn run_into(dir: &Path, jobs: usize, seed: Option<u64>) -> BTreeMap<PathBuf, Vec<u8>> {
     let file = ScenarioFile::parse(SCENARIO, PathBuf::from("determinism.toml")).unwrap();
     let options = RunOptions {
@@ -70,8 +55,7 @@ fn run_into(dir: &Path, jobs: usize, seed: Option<u64>) -> BTreeMap<PathBuf, Vec
         ..RunOptions::default()
     };
     let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
-    experiments::report::write(dir, &file, &results).unwrap();
-    files(dir)
+    write_and_read(dir, &file, &results)
 }
 
 #[test]

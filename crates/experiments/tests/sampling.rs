@@ -3,8 +3,11 @@
 //! (the endpoints and the tunnel server record their time series without
 //! being woken for it).
 
+mod common;
+
+use common::write_and_read;
 use experiments::{Progress, RunOptions, ScenarioFile};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const SCENARIO: &str = r#"
 name = "sampling"
@@ -59,17 +62,17 @@ fn trials(sample: Option<&str>) -> Vec<serde_json::Value> {
     let file = ScenarioFile::parse(&text, PathBuf::from("sampling.toml")).unwrap();
     let results = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    experiments::report::write(dir.path(), &file, &results).unwrap();
+    let files = write_and_read(dir.path(), &file, &results);
     ["MFT", "RMDT", "TECC"]
         .iter()
         .map(|variant| {
-            let path = dir
-                .path()
-                .join("trials")
+            let path = Path::new("trials")
                 .join(variant.to_lowercase())
                 .join("0.json");
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            serde_json::from_slice(&bytes).unwrap()
+            let bytes = files
+                .get(&path)
+                .unwrap_or_else(|| panic!("{} not written", path.display()));
+            serde_json::from_slice(bytes).unwrap()
         })
         .collect()
 }

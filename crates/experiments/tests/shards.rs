@@ -2,10 +2,11 @@
 //! files, byte for byte, as the whole run; a merge refuses shards that are
 //! missing or given twice.
 
+mod common;
+
+use common::write_and_read;
 use experiments::run::{Manifest, Shard};
 use experiments::{Progress, RunOptions, ScenarioFile};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 const SCENARIO: &str = r#"
 name = "shards"
@@ -38,24 +39,6 @@ name = "S"
 client.controller = "proteus-s"
 "#;
 
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(here) = stack.pop() {
-        for entry in std::fs::read_dir(&here).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-                out.insert(relative, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn merged_shards_write_what_the_whole_run_writes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -63,8 +46,7 @@ fn merged_shards_write_what_the_whole_run_writes() {
     std::fs::write(&scenario, SCENARIO).unwrap();
     let file = ScenarioFile::load(&scenario).unwrap();
     let whole = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
-    let whole_dir = tmp.path().join("whole");
-    experiments::report::write(&whole_dir, &file, &whole).unwrap();
+    let a = write_and_read(&tmp.path().join("whole"), &file, &whole);
 
     let mut shard_dirs = Vec::new();
     for index in 1..=4 {
@@ -80,9 +62,7 @@ fn merged_shards_write_what_the_whole_run_writes() {
         shard_dirs.push(dir);
     }
     let merged = experiments::run::merge(&file, &RunOptions::default(), &shard_dirs).unwrap();
-    let merged_dir = tmp.path().join("merged");
-    experiments::report::write(&merged_dir, &file, &merged).unwrap();
-    let (a, b) = (files(&whole_dir), files(&merged_dir));
+    let b = write_and_read(&tmp.path().join("merged"), &file, &merged);
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     for (name, bytes) in &a {
         if bytes != &b[name] {

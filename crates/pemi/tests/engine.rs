@@ -329,6 +329,17 @@ fn what_is_not_quic_passes_untouched_and_at_once() {
     }
 }
 
+/// A client Initial from the `k`th spoofed address (11.0.0.0 + `k`),
+/// handled at 500 ms, whatever it sends discarded.
+fn spoofed_initial(h: &mut Harness, k: u32) {
+    let ip = std::net::Ipv4Addr::from(0x0b00_0000 + k);
+    let mut d = client_initial();
+    d.src = std::net::SocketAddr::new(IpAddr::V4(ip), 40_000);
+    h.pemi
+        .handle_datagram(Time::from_millis(500), CLIENT_SIDE, d);
+    while h.pemi.poll_transmit(h.now).is_some() {}
+}
+
 #[test]
 fn a_flood_of_spoofed_initials_keeps_the_table_bounded() {
     let config = PemiConfig {
@@ -337,12 +348,7 @@ fn a_flood_of_spoofed_initials_keeps_the_table_bounded() {
     };
     let mut h = protected(config);
     for k in 0..50_000u32 {
-        let ip = std::net::Ipv4Addr::from(0x0b00_0000 + k);
-        let mut d = client_initial();
-        d.src = std::net::SocketAddr::new(IpAddr::V4(ip), 40_000);
-        h.pemi
-            .handle_datagram(Time::from_millis(500), CLIENT_SIDE, d);
-        while h.pemi.poll_transmit(h.now).is_some() {}
+        spoofed_initial(&mut h, k);
     }
     let stats = h.pemi.stats();
     assert_eq!(stats.tracked, 1001, "{stats:?}");
@@ -383,12 +389,7 @@ fn a_million_spoofed_initials_use_bounded_memory() {
     let before = rss_kib();
     let mut at_100k = None;
     for k in 0..1_000_000u32 {
-        let ip = std::net::Ipv4Addr::from(0x0b00_0000 + k);
-        let mut d = client_initial();
-        d.src = std::net::SocketAddr::new(IpAddr::V4(ip), 40_000);
-        h.pemi
-            .handle_datagram(Time::from_millis(500), CLIENT_SIDE, d);
-        while h.pemi.poll_transmit(h.now).is_some() {}
+        spoofed_initial(&mut h, k);
         if k == 99_999 {
             at_100k = rss_kib();
         }

@@ -2,8 +2,10 @@
 //! did not happen (exit 2): CI tolerates the first for papers whose claims
 //! are still open, never the second.
 
+mod common;
+
+use common::pepkit_run;
 use std::path::Path;
-use std::process::Command;
 
 /// A one-trial, 200 kB upload over two hops, with `check` appended.
 fn scenario(dir: &Path, name: &str, check: &str) -> std::path::PathBuf {
@@ -39,13 +41,7 @@ name = "only"
 }
 
 fn run(file: &Path, out: &Path) -> Option<i32> {
-    let output = Command::new(env!("CARGO_BIN_EXE_pepkit"))
-        .args(["run", "--quiet", "--out"])
-        .arg(out)
-        .arg(file)
-        .output()
-        .unwrap();
-    output.status.code()
+    pepkit_run(file, out).output().unwrap().status.code()
 }
 
 #[test]

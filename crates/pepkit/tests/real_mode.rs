@@ -5,8 +5,10 @@
 //! network namespaces; skips with the reason otherwise (fails with
 //! `PEPKIT_REQUIRE_REAL=1`).
 
+mod common;
+
+use common::pepkit_run;
 use std::path::Path;
-use std::process::Command;
 
 const PATH: &str = r#"
 seed = 3
@@ -34,12 +36,7 @@ fn run_real(dir: &Path, name: &str, scenario: &str) -> serde_json::Value {
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, scenario).unwrap();
     let out = dir.join(name);
-    let output = Command::new(env!("CARGO_BIN_EXE_pepkit"))
-        .args(["run", "--real", "--quiet", "--out"])
-        .arg(&out)
-        .arg(&file)
-        .output()
-        .unwrap();
+    let output = pepkit_run(&file, &out).arg("--real").output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     eprintln!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "pepkit run --real failed");

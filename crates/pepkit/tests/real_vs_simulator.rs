@@ -11,8 +11,10 @@
 //! `PEPKIT_REQUIRE_REAL=1`); the traces are the bundled ones. Takes about a
 //! minute.
 
+mod common;
+
+use common::pepkit_run;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 const VARIANTS: [&str; 2] = ["QUIC e2e, 1% loss", "QUIC + Sidekick, 1% loss"];
@@ -57,8 +59,7 @@ client.controller = "pacubic"
 
 /// Runs `file` (in real mode if `real`) into `out`; returns summary.json.
 fn run(file: &Path, out: &Path, real: bool) -> serde_json::Value {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pepkit"));
-    command.args(["run", "--quiet", "--out"]).arg(out).arg(file);
+    let mut command = pepkit_run(file, out);
     if real {
         command.arg("--real");
     }

@@ -5,6 +5,9 @@
 //! Needs root and network namespaces (skips with the reason otherwise;
 //! PEPKIT_REQUIRE_REAL=1 makes that a failure).
 
+mod common;
+
+use common::pepkit_run;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -78,10 +81,8 @@ fn random_delay() -> Duration {
 }
 
 fn start_run(file: &std::path::Path, out: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_pepkit"))
-        .args(["run", "--real", "--quiet", "--out"])
-        .arg(out)
-        .arg(file)
+    pepkit_run(file, out)
+        .arg("--real")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

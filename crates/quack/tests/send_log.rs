@@ -365,6 +365,27 @@ proptest! {
     }
 }
 
+/// A strawman-2 digest that matches no subset, applied to a log of
+/// `unsent` packets as if `missing` of them were lost; the result and how
+/// long it took.
+fn apply_bogus_sorted_hash(
+    unsent: u64,
+    missing: u32,
+) -> (Result<(), FeedbackError>, std::time::Duration) {
+    let mut log = SendLog::<F32>::new(1).unwrap();
+    for s in 0..unsent {
+        log.push(id(s));
+    }
+    let bogus = Message::SortedHash {
+        count: unsent as u32 - missing,
+        digest: [0xa5; 32],
+    };
+    let mut out = Classification::default();
+    let started = std::time::Instant::now();
+    let result = log.apply_message(&bogus, &mut out);
+    (result, started.elapsed())
+}
+
 /// A bogus strawman-2 digest costs bounded work, whatever the number of
 /// unsettled packets: each subset hashes every identifier, so a budget of
 /// subsets alone let 1000 unsent packets take seconds and 65 536 minutes.
@@ -373,18 +394,7 @@ fn a_hostile_sorted_hash_is_refused_quickly() {
     for unsent in [1000u64, 65_536] {
         // One, two or three packets "missing": n, n²/2 or n³/6 subsets.
         for missing in 1..=3u32 {
-            let mut log = SendLog::<F32>::new(1).unwrap();
-            for s in 0..unsent {
-                log.push(id(s));
-            }
-            let bogus = Message::SortedHash {
-                count: unsent as u32 - missing,
-                digest: [0xa5; 32],
-            };
-            let mut out = Classification::default();
-            let started = std::time::Instant::now();
-            let result = log.apply_message(&bogus, &mut out);
-            let took = started.elapsed();
+            let (result, took) = apply_bogus_sorted_hash(unsent, missing);
             println!("{unsent} unsent, {missing} missing: {result:?} in {took:?}");
             assert!(
                 matches!(result, Err(FeedbackError::Search(_))),
@@ -405,20 +415,7 @@ fn a_hostile_sorted_hash_is_refused_quickly() {
 #[ignore = "a measurement; prints figures"]
 fn measure_hostile_sorted_hash() {
     for (unsent, missing) in [(1000u64, 3u32), (65_536, 1), (65_536, 2)] {
-        let mut log = SendLog::<F32>::new(1).unwrap();
-        for s in 0..unsent {
-            log.push(id(s));
-        }
-        let bogus = Message::SortedHash {
-            count: unsent as u32 - missing,
-            digest: [0xa5; 32],
-        };
-        let mut out = Classification::default();
-        let started = std::time::Instant::now();
-        let result = log.apply_message(&bogus, &mut out);
-        println!(
-            "{unsent} unsent, {missing} missing: {result:?} in {:?}",
-            started.elapsed()
-        );
+        let (result, took) = apply_bogus_sorted_hash(unsent, missing);
+        println!("{unsent} unsent, {missing} missing: {result:?} in {took:?}");
     }
 }

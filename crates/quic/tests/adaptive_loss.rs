@@ -4,10 +4,12 @@
 //! (third_party/noq-proto/PEPKIT.md, item 8). TECC's server uses this for
 //! its §4.2.5 loss detection (`cc::Tecc`).
 
+mod common;
+use common::{bulk_ends, download_ends};
+
 use netsim::*;
 use quic::congestion::{Controller, ControllerFactory};
-use quic::{BulkClient, BulkReport, BulkServerFactory, ConnStats, Direction};
-use quic::{QuicClient, QuicConfig, QuicServer};
+use quic::{BulkReport, ConnStats, QuicConfig};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,38 +112,21 @@ fn download_on(
         heard: heard.clone(),
     };
     let config = QuicConfig::new(Seed::new(3)).with_controller(Arc::new(controller));
-    let (a, b) = (
-        "10.0.0.1:5000".parse().unwrap(),
-        "10.0.1.1:4433".parse().unwrap(),
-    );
-    let client = QuicClient::new(
-        config.clone(),
-        a,
-        b,
-        BulkClient::new(Direction::Download, 1_000_000),
-    );
-    let server = QuicServer::new(config, b, BulkServerFactory);
     let link = LinkConfig::constant(Duration::from_millis(10), rate);
-    let spec = ChainSpec::new(
-        HostSpec::new("c", a.ip(), client),
-        HostSpec::new("s", b.ip(), server),
-    )
-    .hop(HopConfig::symmetric(link.clone()))
-    .middle(MiddleSpec::with_middlebox(
-        "hold",
-        HoldBack {
-            from,
-            ..HoldBack::default()
-        },
-    ))
-    .hop(HopConfig::symmetric(link));
+    let spec = download_ends(config, 1_000_000)
+        .hop(HopConfig::symmetric(link.clone()))
+        .middle(MiddleSpec::with_middlebox(
+            "hold",
+            HoldBack {
+                from,
+                ..HoldBack::default()
+            },
+        ))
+        .hop(HopConfig::symmetric(link));
     let mut sim = Simulator::new(Seed::new(3));
     let chain = sim.add_chain(spec).unwrap();
     sim.run_until(Time::from_secs(60));
-    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
-    let server = sim
-        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
-        .unwrap();
+    let (client, server) = bulk_ends(&sim, &chain);
     let report = BulkReport::from_hosts(client, server).expect("completed");
     assert_eq!(report.bytes, 1_000_000);
     let stats = server.records().next().unwrap().stats.clone();

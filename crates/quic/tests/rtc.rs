@@ -3,7 +3,7 @@
 //! server sends the frames).
 
 mod common;
-use common::noq;
+use common::{noq, through_router};
 
 use netsim::*;
 use quic::*;
@@ -30,19 +30,14 @@ fn run(loss: Option<f64>) -> (RtcReport, StopReason) {
         server_addr,
         RtcSenderFactory::new(source),
     ));
-    let access =
-        LinkConfig::constant(HOP_DELAY, Rate::from_mbps(10)).with_buffer(BufferLimit::Packets(100));
-    let mut bottleneck = access.clone();
-    if let Some(p) = loss {
-        bottleneck = bottleneck.with_loss(LossModel::Bernoulli(Probability::new(p).unwrap()));
-    }
-    let spec = ChainSpec::new(
+    let loss = loss.map(|p| LossModel::Bernoulli(Probability::new(p).unwrap()));
+    let spec = through_router(
         HostSpec::new("client", client_addr.ip(), client),
         HostSpec::new("server", server_addr.ip(), server),
-    )
-    .hop(HopConfig::symmetric(access))
-    .middle(MiddleSpec::forwarder("router"))
-    .hop(HopConfig::symmetric(bottleneck));
+        HOP_DELAY,
+        10,
+        loss,
+    );
     let mut sim = Simulator::new(Seed::new(1));
     let chain = sim.add_chain(spec).unwrap();
     let outcome = sim.run_until(Time::from_secs(60));

@@ -19,6 +19,9 @@
 //! competes for the cores the wall time grows by the wait, while the on-CPU
 //! time, and the ratio computed from it, stay comparable between runs.
 
+mod common;
+use common::{bulk_ends, bulk_pair, near_and_far};
+
 use netsim::*;
 use quic::*;
 use std::net::SocketAddr;
@@ -46,20 +49,8 @@ fn trial(seed: u64, loss: f64) -> Trial {
     let client_addr: SocketAddr = CLIENT.parse().unwrap();
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let config = QuicConfig::new(Seed::new(seed));
-    let client = QuicClient::new(
-        config.clone(),
-        client_addr,
-        server_addr,
-        BulkClient::new(Direction::Upload, BYTES),
-    );
-    let server = QuicServer::new(config, server_addr, BulkServerFactory);
-    let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
-        .with_buffer(BufferLimit::Packets(100));
-    if loss > 0.0 {
-        near = near.with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
-    }
-    let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
-        .with_buffer(BufferLimit::Packets(100));
+    let (client, server) = bulk_pair(config, client_addr, server_addr, Direction::Upload, BYTES);
+    let (near, far) = near_and_far(loss);
     let spec = ChainSpec::new(
         HostSpec::new("client", client_addr.ip(), client),
         HostSpec::new("server", server_addr.ip(), server),
@@ -75,10 +66,7 @@ fn trial(seed: u64, loss: f64) -> Trial {
         .zip(sched_before)
         .map(|((cpu, wait), (cpu0, wait0))| (cpu - cpu0, wait - wait0));
     assert_eq!(outcome.reason, StopReason::AllFinished);
-    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
-    let server = sim
-        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
-        .unwrap();
+    let (client, server) = bulk_ends(&sim, &chain);
     let report = BulkReport::from_hosts(client, server).expect("transfer completed");
     Trial {
         virtual_time: outcome.end,

@@ -2,7 +2,7 @@
 //! client —[1 ms, 100 Mbit/s, random loss]— proxy —[25 ms, 10 Mbit/s]— server.
 
 mod common;
-use common::noq;
+use common::{bulk_pair, near_and_far, noq};
 
 use netsim::*;
 use quic::*;
@@ -87,21 +87,8 @@ fn run_with(
     let client_addr: SocketAddr = CLIENT.parse().unwrap();
     let server_addr: SocketAddr = SERVER.parse().unwrap();
     let config = QuicConfig::new(Seed::new(seed));
-    let client = QuicClient::new(
-        config.clone(),
-        client_addr,
-        server_addr,
-        BulkClient::new(direction, bytes),
-    );
-    let server = QuicServer::new(config.clone(), server_addr, BulkServerFactory);
-    let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
-        .with_buffer(BufferLimit::Packets(100));
-    if loss > 0.0 {
-        near = near.with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
-    }
-    // 100 packets: about 2.4 BDPs of the far hop (10 Mbit/s × 50 ms).
-    let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
-        .with_buffer(BufferLimit::Packets(100));
+    let (client, server) = bulk_pair(config.clone(), client_addr, server_addr, direction, bytes);
+    let (near, far) = near_and_far(loss);
     let middle = if split {
         let back = config.clone().with_controller(noq(back_cc));
         let proxy = SplitProxy::new(config.clone(), back, server_addr);

@@ -1,5 +1,6 @@
-//! What the tunnel tests on real sockets share: our QUIC bulk server on a
-//! thread, our tunnel client beside our QUIC client, and child processes.
+//! What the tests share: `pepkit run` as a command; for the tunnel tests
+//! on real sockets, our QUIC bulk server on a thread, our tunnel client
+//! beside our QUIC client, and child processes.
 
 #![allow(dead_code)]
 
@@ -9,11 +10,19 @@ use quic::{
     BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
 };
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tunnel::{TunnelClientConfig, TunnelClientHost, TunnelSettings, TunnelState, UriTemplate};
+
+/// `pepkit run --quiet --out OUT FILE`, to add to (`--real`) and run.
+pub(crate) fn pepkit_run(file: &Path, out: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pepkit"));
+    command.args(["run", "--quiet", "--out"]).arg(out).arg(file);
+    command
+}
 
 pub(crate) fn addr(text: &str) -> SocketAddr {
     text.parse().unwrap()

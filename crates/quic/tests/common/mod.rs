@@ -129,30 +129,19 @@ pub(crate) fn run(s: &Scenario) -> Outcome {
         BulkClient::new(s.direction, s.bytes),
     );
     let server = QuicServer::new(config, server_addr, BulkServerFactory);
-    // Buffer: 100 packets, about three BDPs (10 Mbit/s × 40 ms = 50 kB).
-    let access = LinkConfig::constant(s.delay, Rate::from_mbps(s.rate_mbps))
-        .with_buffer(BufferLimit::Packets(100));
-    // Random loss, if any, on the second hop only (both directions).
-    let mut bottleneck = access.clone();
-    if let Some(loss) = s.loss {
-        bottleneck = bottleneck.with_loss(loss);
-    }
-    let spec = ChainSpec::new(
+    let spec = through_router(
         HostSpec::new("client", client_addr.ip(), client),
         HostSpec::new("server", server_addr.ip(), server),
-    )
-    .hop(HopConfig::symmetric(access))
-    .middle(MiddleSpec::forwarder("router"))
-    .hop(HopConfig::symmetric(bottleneck));
+        s.delay,
+        s.rate_mbps,
+        s.loss,
+    );
     let mut sim = Simulator::new(Seed::new(s.seed));
     let chain = sim.add_chain(spec).unwrap();
     let pcap = sim.capture(chain.hops[0].reverse, CapturePoint::Delivered);
     let pcap_up = sim.capture(chain.hops[0].forward, CapturePoint::Delivered);
     let outcome = sim.run_until(Time::from_secs(120));
-    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
-    let server = sim
-        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
-        .unwrap();
+    let (client, server) = bulk_ends(&sim, &chain);
     let report = BulkReport::from_hosts(client, server);
     let client = client.record().cloned().unwrap_or_default();
     let server = server.records().next().cloned().unwrap_or_default();
@@ -166,4 +155,92 @@ pub(crate) fn run(s: &Scenario) -> Outcome {
         stop: outcome.reason,
         end: sim.now(),
     }
+}
+
+/// `client` and `server` joined through one router by two hops of `delay`
+/// and `rate_mbps` with 100-packet buffers (about three BDPs at 10 Mbit/s
+/// and 40 ms), random `loss`, if any, on the second hop only (both
+/// directions).
+pub(crate) fn through_router(
+    client: HostSpec,
+    server: HostSpec,
+    delay: Duration,
+    rate_mbps: u64,
+    loss: Option<LossModel>,
+) -> ChainSpec {
+    let access = LinkConfig::constant(delay, Rate::from_mbps(rate_mbps))
+        .with_buffer(BufferLimit::Packets(100));
+    let mut bottleneck = access.clone();
+    if let Some(loss) = loss {
+        bottleneck = bottleneck.with_loss(loss);
+    }
+    ChainSpec::new(client, server)
+        .hop(HopConfig::symmetric(access))
+        .middle(MiddleSpec::forwarder("router"))
+        .hop(HopConfig::symmetric(bottleneck))
+}
+
+/// Sidekick scenario 2's two hops: near (1 ms, 100 Mbit/s, random `loss`
+/// if above zero) and far (25 ms, 10 Mbit/s), each with a 100-packet
+/// buffer (about 2.4 BDPs of the far hop).
+pub(crate) fn near_and_far(loss: f64) -> (LinkConfig, LinkConfig) {
+    let mut near = LinkConfig::constant(Duration::from_millis(1), Rate::from_mbps(100))
+        .with_buffer(BufferLimit::Packets(100));
+    if loss > 0.0 {
+        near = near.with_loss(LossModel::Bernoulli(Probability::new(loss).unwrap()));
+    }
+    let far = LinkConfig::constant(Duration::from_millis(25), Rate::from_mbps(10))
+        .with_buffer(BufferLimit::Packets(100));
+    (near, far)
+}
+
+/// The ends of a download of `bytes` by our QUIC client at 10.0.0.1:5000
+/// ("c") from our QUIC server at 10.0.1.1:4433 ("s"), both on `config`;
+/// the caller adds the hops between them.
+pub(crate) fn download_ends(config: QuicConfig, bytes: u64) -> ChainSpec {
+    let (a, b): (SocketAddr, SocketAddr) = (
+        "10.0.0.1:5000".parse().unwrap(),
+        "10.0.1.1:4433".parse().unwrap(),
+    );
+    let (client, server) = bulk_pair(config, a, b, Direction::Download, bytes);
+    ChainSpec::new(
+        HostSpec::new("c", a.ip(), client),
+        HostSpec::new("s", b.ip(), server),
+    )
+}
+
+/// Our QUIC client at `client` moving `bytes` in `direction` with our QUIC
+/// server at `server`, both on `config`.
+pub(crate) fn bulk_pair(
+    config: QuicConfig,
+    client: SocketAddr,
+    server: SocketAddr,
+    direction: Direction,
+    bytes: u64,
+) -> (QuicClient<BulkClient>, QuicServer<BulkServerFactory>) {
+    let quic_client = QuicClient::new(
+        config.clone(),
+        client,
+        server,
+        BulkClient::new(direction, bytes),
+    );
+    (
+        quic_client,
+        QuicServer::new(config, server, BulkServerFactory),
+    )
+}
+
+/// The bulk client and server at the ends of `chain`.
+pub(crate) fn bulk_ends<'a>(
+    sim: &'a Simulator,
+    chain: &Chain,
+) -> (
+    &'a QuicClient<BulkClient>,
+    &'a QuicServer<BulkServerFactory>,
+) {
+    let client = sim.host::<QuicClient<BulkClient>>(chain.sender).unwrap();
+    let server = sim
+        .host::<QuicServer<BulkServerFactory>>(chain.receiver)
+        .unwrap();
+    (client, server)
 }
