@@ -160,24 +160,70 @@ fn missing_traces_and_unknown_controllers_fail_before_running() {
     assert_mentions(&error(&table), &["client.controller", "ratio"]);
 }
 
-#[test]
-fn every_shipped_scenario_loads() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let mut count = 0;
+/// The repository's root.
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every scenario file the repository ships, loaded.
+fn shipped() -> Vec<(PathBuf, ScenarioFile)> {
+    let root = repo().join("scenarios");
+    let mut files = Vec::new();
     for group in std::fs::read_dir(&root).unwrap() {
         for entry in std::fs::read_dir(group.unwrap().path()).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                ScenarioFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
-                count += 1;
+                let file = ScenarioFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                files.push((path, file));
             }
         }
     }
-    assert!(
-        count >= 5,
-        "found {count} scenarios under {}",
-        root.display()
-    );
+    files
+}
+
+/// A Markdown heading's anchor as GitHub makes it: lower case, spaces to
+/// hyphens, other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Loaded once (loading every file takes a while, and a timing test
+/// runs beside this one).
+#[test]
+fn every_shipped_scenario_loads_and_its_gaps_name_sections_of_the_docs() {
+    let files = shipped();
+    assert!(files.len() >= 5, "found {} scenarios", files.len());
+    let mut count = 0;
+    for (path, file) in files {
+        for check in &file.checks {
+            let Some(gap) = &check.gap else { continue };
+            let (doc, section) = gap
+                .split_once('#')
+                .unwrap_or_else(|| panic!("{}: {gap:?} has no #section", path.display()));
+            let text = std::fs::read_to_string(repo().join(doc))
+                .unwrap_or_else(|e| panic!("{}: {gap:?}: {e}", path.display()));
+            let found = text
+                .lines()
+                .filter_map(|line| line.strip_prefix('#'))
+                .any(|heading| anchor(heading.trim_start_matches('#')) == section);
+            assert!(
+                found,
+                "{}: no heading of {doc} is #{section}",
+                path.display()
+            );
+            count += 1;
+        }
+    }
+    assert!(count > 0, "no scenario names where a failure is explained");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
 //! at_least = 3.0                   # and/or at_most
 //! # statistic = "max"              # bound the largest trial's value instead
+//! # gap = "docs/tecc-eval.md#table-2-rtt-fairness"  # where a failure is explained
 //! ```
 //!
 //! Over a swept variant's points (its *series*): `across = "min"`,
@@ -53,6 +54,11 @@ pub struct Check {
     /// this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossing: Option<f64>,
+    /// Where a failure of this claim is explained (a doc's section,
+    /// `docs/tecc-eval.md#figure-2-…`): the report names it beside the
+    /// verdict, so a reader of a failed run finds why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<String>,
 }
 
 /// Which value of a variant's trials a check bounds (`statistic`), or of

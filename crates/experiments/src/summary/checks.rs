@@ -104,10 +104,11 @@ pub fn table(results: &[CheckResult]) -> String {
             Some(v) => format!("{v:.3} ({})", check.metric),
             None => "no value".into(),
         };
-        let verdict = match (result.passed, result.not_run) {
-            (true, _) => "✓ holds",
-            (false, true) => "– not run (interrupted)",
-            (false, false) => "✗ fails",
+        let verdict = match (result.passed, result.not_run, &check.gap) {
+            (true, ..) => "✓ holds".to_string(),
+            (false, true, _) => "– not run (interrupted)".to_string(),
+            (false, false, None) => "✗ fails".to_string(),
+            (false, false, Some(gap)) => format!("✗ fails (why: `{gap}`)"),
         };
         writeln!(
             md,
