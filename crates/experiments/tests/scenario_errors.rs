@@ -567,12 +567,14 @@ fn sweep_of(n: usize) -> String {
 
 #[test]
 fn variant_set_up_is_linear_in_the_number_of_variants() {
-    // The quickest of three parses of n and of 2n values: twice the
-    // variants must take about twice as long, not four times (the
+    // The quickest of five parses of n and of 4n values: four times the
+    // variants must take about four times as long, not sixteen (the
     // duplicate-name check was quadratic: a 100000-value sweep took 48 s).
+    // The bound sits between the two, so a loaded host (the other tests
+    // of this file run beside it) does not fail it.
     let time = |n: usize| {
         let text = sweep_of(n);
-        (0..3)
+        (0..5)
             .map(|_| {
                 let start = std::time::Instant::now();
                 let file = ScenarioFile::parse(&text, PathBuf::from("s.toml")).unwrap();
@@ -581,8 +583,8 @@ fn variant_set_up_is_linear_in_the_number_of_variants() {
             })
             .fold(f64::MAX, f64::min)
     };
-    let (small, large) = (time(10_000), time(20_000));
-    assert!(large / small < 3.0, "{small:.3} s then {large:.3} s");
+    let (small, large) = (time(5_000), time(20_000));
+    assert!(large / small < 10.0, "{small:.3} s then {large:.3} s");
 }
 
 #[test]
