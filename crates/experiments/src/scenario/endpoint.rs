@@ -2,10 +2,8 @@
 //! controller, what it asks of its peer's ACKs and its loss detection.
 
 use super::raw::{AckFrequencySpec, LossDetectionSpec, RawEndpoint};
+use crate::systems::Problem;
 use std::net::{IpAddr, SocketAddr};
-
-/// A problem: the field (dotted) and what is wrong.
-type Problem = (String, String);
 
 /// An endpoint's socket address.
 pub(super) fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {

@@ -7,15 +7,12 @@ use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
 use crate::outcome::{Phase, Window, slug};
 use crate::peers::{PeerTransfer, Stack};
-use crate::systems::{Facts, Topology};
+use crate::systems::{Facts, Problem, Topology};
 use crate::workloads::Amount;
 use crate::workloads::{Side, TcpTransfer, Traits, Workload};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-
-/// A problem: the field (dotted) and what is wrong.
-type Problem = (String, String);
 
 fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
     Err((field.to_string(), message.into()))
