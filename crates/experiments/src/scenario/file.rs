@@ -4,6 +4,7 @@
 use super::Scenario;
 use super::check::Check;
 use super::error::{ScenarioError, field_error, first_line};
+use super::overrides::{Override, Shadowed, Target, lookup};
 use super::raw::RawScenario;
 use super::sweep::{Dimension, Sweep, SweepPoint, set_dotted};
 use crate::figure::Plot;
@@ -58,6 +59,14 @@ pub struct ScenarioFile {
     /// How `pepkit reproduce --quick` runs this file (`[quick]`); files
     /// without it are left out of a quick reproduction.
     pub quick: Option<Quick>,
+    /// The `--set` overrides it was read with, in order (empty: as
+    /// written).
+    pub overrides: Vec<Override>,
+    /// Overrides of the base that some variants do not see, because they
+    /// set the field themselves.
+    pub shadowed: Vec<Shadowed>,
+    /// Where each override landed, to name it in errors.
+    targets: Vec<Target>,
 }
 
 /// A file's part in a quick reproduction (`[quick]`): fewer trials, maybe
@@ -84,111 +93,254 @@ fn one_trial() -> u32 {
 impl ScenarioFile {
     /// Reads and checks a scenario file.
     pub fn load(path: impl AsRef<Path>) -> Result<ScenarioFile, ScenarioError> {
+        ScenarioFile::load_with(path, &[])
+    }
+
+    /// Reads a scenario file, edits it with `overrides` (`--set`) and
+    /// checks it.
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        overrides: &[Override],
+    ) -> Result<ScenarioFile, ScenarioError> {
         let path = path.as_ref().to_path_buf();
         let read = |source| ScenarioError::Read {
             path: path.clone(),
             source,
         };
         let text = read_bounded(&path).map_err(read)?;
-        ScenarioFile::parse(&text, path)
+        ScenarioFile::parse_with(&text, path, overrides)
     }
 
     /// Parses and checks scenario text; `path` names it in errors and
     /// anchors relative trace paths.
     pub fn parse(text: &str, path: PathBuf) -> Result<ScenarioFile, ScenarioError> {
+        ScenarioFile::parse_with(text, path, &[])
+    }
+
+    /// Parses scenario text, edits it with `overrides` (`--set`, in order)
+    /// and checks it. An error the edits may have caused says so.
+    pub fn parse_with(
+        text: &str,
+        path: PathBuf,
+        overrides: &[Override],
+    ) -> Result<ScenarioFile, ScenarioError> {
         let mut document: toml::Table =
             toml::from_str(text).map_err(|error| ScenarioError::Syntax {
                 path: path.clone(),
                 message: error.to_string(),
             })?;
-        let variant_tables = take_array(&mut document, &path, "variant")?;
-        let check_tables = take_array(&mut document, &path, "check")?;
-        let quick = document.remove("quick");
-        let base = resolve(&path, "", toml::Value::Table(document.clone()))?;
-        let mut variants = Vec::new();
-        let mut names = HashSet::new();
-        for (index, value) in variant_tables.into_iter().enumerate() {
-            let before = variants.len();
-            parse_variant(&path, &document, index, value, &mut variants)?;
-            for variant in &variants[before..] {
-                if !names.insert(variant.name.clone()) {
-                    let context = format!("variant \"{}\": ", variant.name);
-                    return Err(field_error(
-                        &path,
-                        &context,
-                        "name",
-                        "two variants have this name",
-                    ));
-                }
-            }
+        let mut targets = Vec::with_capacity(overrides.len());
+        for set in overrides {
+            let target = set.apply(&mut document).map_err(|message| {
+                let message = format!("--set {set} cannot be applied: {message}");
+                field_error(&path, "", &set.path(), &message)
+            })?;
+            targets.push(target);
         }
-        if let Some(index) = base
-            .plots
-            .iter()
-            .position(|plot| matches!(plot, Plot::Lines { .. }))
-            && variants.iter().all(|v| v.sweep.is_none())
-        {
-            return Err(field_error(
-                &path,
-                "",
-                &format!("plots[{index}]"),
-                "a lines plot needs variants with `sweep = { field, values }`",
-            ));
-        }
-        if variants.is_empty() {
-            variants.push(Variant {
-                name: base.name.clone(),
-                paper: BTreeMap::new(),
-                sweep: None,
-                scenario: base.clone(),
-            });
-        }
-        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        for (index, plot) in base.plots.iter().enumerate() {
-            if let Plot::Series { variants: only, .. } = plot
-                && let Some(unknown) = only.iter().find(|name| !names.contains(&name.as_str()))
-            {
-                return Err(field_error(
-                    &path,
-                    "",
-                    &format!("plots[{index}].variants"),
-                    &format!("no variant is called {unknown:?}"),
-                ));
-            }
-        }
-        let mut series: Vec<&str> = Vec::new();
-        for variant in &variants {
-            if let Some(point) = &variant.sweep
-                && !series.contains(&point.series.as_str())
-            {
-                series.push(&point.series);
-            }
-        }
-        let checks = check_tables
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| parse_check(&path, index, value, &names, &series))
-            .collect::<Result<_, _>>()?;
-        let quick = match quick {
-            None => None,
-            Some(value) => Some(parse_quick(
-                &path,
-                value,
-                &[&names[..], &series[..]].concat(),
-            )?),
-        };
-        Ok(ScenarioFile {
-            path,
-            base,
-            variants,
-            checks,
-            quick,
-        })
+        let mut file = read(document, path, overrides, &targets)
+            .map_err(|error| note_overrides(error, overrides, &targets))?;
+        file.overrides = overrides.to_vec();
+        file.targets = targets;
+        Ok(file)
+    }
+
+    /// `error` (from running this file) with the `--set` overrides that
+    /// may have caused it named, when it was read with some.
+    pub fn note_overrides(&self, error: ScenarioError) -> ScenarioError {
+        note_overrides(error, &self.overrides, &self.targets)
     }
 
     /// The directory relative paths in the file are resolved against.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+/// Reads the (edited) document: the base, its variants, checks and
+/// `[quick]`, and which overrides some variants do not see.
+fn read(
+    mut document: toml::Table,
+    path: PathBuf,
+    overrides: &[Override],
+    targets: &[Target],
+) -> Result<ScenarioFile, ScenarioError> {
+    let variant_tables = take_array(&mut document, &path, "variant")?;
+    let check_tables = take_array(&mut document, &path, "check")?;
+    let quick = document.remove("quick");
+    let base = resolve(&path, "", toml::Value::Table(document.clone()))?;
+    let mut variants = Vec::new();
+    let mut names = HashSet::new();
+    let mut reach = Reach {
+        overrides,
+        targets,
+        unseen: vec![Vec::new(); overrides.len()],
+    };
+    for (index, value) in variant_tables.into_iter().enumerate() {
+        let before = variants.len();
+        parse_variant(&path, &document, index, value, &mut variants, &mut reach)?;
+        for variant in &variants[before..] {
+            if !names.insert(variant.name.clone()) {
+                let context = format!("variant \"{}\": ", variant.name);
+                return Err(field_error(
+                    &path,
+                    &context,
+                    "name",
+                    "two variants have this name",
+                ));
+            }
+        }
+    }
+    if let Some(index) = base
+        .plots
+        .iter()
+        .position(|plot| matches!(plot, Plot::Lines { .. }))
+        && variants.iter().all(|v| v.sweep.is_none())
+    {
+        return Err(field_error(
+            &path,
+            "",
+            &format!("plots[{index}]"),
+            "a lines plot needs variants with `sweep = { field, values }`",
+        ));
+    }
+    if variants.is_empty() {
+        variants.push(Variant {
+            name: base.name.clone(),
+            paper: BTreeMap::new(),
+            sweep: None,
+            scenario: base.clone(),
+        });
+    }
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    for (index, plot) in base.plots.iter().enumerate() {
+        if let Plot::Series { variants: only, .. } = plot
+            && let Some(unknown) = only.iter().find(|name| !names.contains(&name.as_str()))
+        {
+            return Err(field_error(
+                &path,
+                "",
+                &format!("plots[{index}].variants"),
+                &format!("no variant is called {unknown:?}"),
+            ));
+        }
+    }
+    let mut series: Vec<&str> = Vec::new();
+    for variant in &variants {
+        if let Some(point) = &variant.sweep
+            && !series.contains(&point.series.as_str())
+        {
+            series.push(&point.series);
+        }
+    }
+    let checks = check_tables
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| parse_check(&path, index, value, &names, &series))
+        .collect::<Result<_, _>>()?;
+    let quick = match quick {
+        None => None,
+        Some(value) => Some(parse_quick(
+            &path,
+            value,
+            &[&names[..], &series[..]].concat(),
+        )?),
+    };
+    let shadowed = overrides
+        .iter()
+        .zip(reach.unseen)
+        .filter(|(_, variants)| !variants.is_empty())
+        .map(|(set, variants)| Shadowed {
+            set: set.clone(),
+            variants,
+        })
+        .collect();
+    Ok(ScenarioFile {
+        path,
+        base,
+        variants,
+        checks,
+        quick,
+        overrides: Vec::new(),
+        shadowed,
+        targets: Vec::new(),
+    })
+}
+
+/// Which variants each override reaches: a variant's value of the field,
+/// after its own settings and its sweep, is the override's or it is not.
+struct Reach<'a> {
+    overrides: &'a [Override],
+    targets: &'a [Target],
+    /// Per override, the variants that keep their own value.
+    unseen: Vec<Vec<String>>,
+}
+
+impl Reach<'_> {
+    /// Notes the overrides `[[variant]]` number `index`, called `name`,
+    /// does not see in `table` (it, or one point of its sweep, merged).
+    fn check(&mut self, index: usize, name: &str, table: &toml::Table) {
+        for set in 0..self.overrides.len() {
+            let field = match &self.targets[set] {
+                Target::Base(field) => field,
+                Target::Variant(of, field) if *of == index => field,
+                _ => continue,
+            };
+            let unseen = &mut self.unseen[set];
+            if lookup(table, field) != Some(self.overrides[set].value())
+                && unseen.last().is_none_or(|last| last != name)
+            {
+                unseen.push(name.to_string());
+            }
+        }
+    }
+}
+
+/// `error` with the `--set` overrides that concern its field named (all of
+/// them when none does: the edited file failed).
+fn note_overrides(
+    error: ScenarioError,
+    overrides: &[Override],
+    targets: &[Target],
+) -> ScenarioError {
+    let ScenarioError::Field {
+        path,
+        context,
+        field,
+        message,
+    } = error
+    else {
+        return error;
+    };
+    if overrides.is_empty() {
+        return ScenarioError::Field {
+            path,
+            context,
+            field,
+            message,
+        };
+    }
+    let list = |sets: Vec<&Override>| {
+        sets.iter()
+            .map(|set| format!("--set {set}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let concerned: Vec<&Override> = overrides
+        .iter()
+        .zip(targets)
+        .filter(|(set, target)| set.concerns(target, &field))
+        .map(|(set, _)| set)
+        .collect();
+    let note = if concerned.is_empty() {
+        format!("the file edited with {}", list(overrides.iter().collect()))
+    } else {
+        format!("from {}", list(concerned))
+    };
+    ScenarioError::Field {
+        path,
+        context,
+        field,
+        message: format!("{message} ({note})"),
     }
 }
 
@@ -233,6 +385,7 @@ fn parse_variant(
     index: usize,
     value: toml::Value,
     variants: &mut Vec<Variant>,
+    reach: &mut Reach<'_>,
 ) -> Result<(), ScenarioError> {
     let fallback = format!("variant[{index}]");
     let toml::Value::Table(mut table) = value else {
@@ -274,6 +427,7 @@ fn parse_variant(
     let mut merged = document.clone();
     merge(&mut merged, table);
     let Some(sweep) = sweep else {
+        reach.check(index, &name, &merged);
         let scenario = resolve(path, &context, toml::Value::Table(merged))?;
         variants.push(Variant {
             name,
@@ -299,6 +453,7 @@ fn parse_variant(
         for (field, value) in point.fields {
             set_dotted(&mut swept, &field, value);
         }
+        reach.check(index, &name_of_series, &swept);
         let point_context = format!("variant \"{name}\": ");
         let scenario = resolve(path, &point_context, toml::Value::Table(swept))?;
         variants.push(Variant {
