@@ -1,7 +1,8 @@
 //! `pepkit merge DIRS… --out DIR`: the shards of one run (`pepkit run FILE
 //! --shard K/N`, one directory each) merged into the files the whole run
-//! writes (trial files, summary.json, CSVs, plots, summary.md), then the
-//! table and the claims as `pepkit run` prints them. Exits 1 if a claim
+//! writes (trial files, summary.json, CSVs, plots, summary.md), reading
+//! the scenario file with the shards' `--set` overrides, then the table and
+//! the claims as `pepkit run` prints them. Exits 1 if a claim
 //! does not hold, 2 if the shards do not make up one run.
 
 use crate::run_scenario::print_results;
@@ -33,7 +34,15 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         }
     };
     let path = args.scenario.clone().unwrap_or(manifest.scenario.clone());
-    let file = match ScenarioFile::load(&path) {
+    // The shards' file as they read it: with their --set overrides.
+    let overrides = match manifest.overrides() {
+        Ok(overrides) => overrides,
+        Err(error) => {
+            eprintln!("error: {}: {error}", args.dirs[0].display());
+            return ExitCode::from(2);
+        }
+    };
+    let file = match ScenarioFile::load_with(&path, &overrides) {
         Ok(file) if file.base.name == manifest.name => file,
         Ok(file) => {
             eprintln!(

@@ -2,6 +2,7 @@
 //! simulator or on a real testbed, write the results, then print the
 //! summary table (and, once both modes have run, the two side by side).
 
+use experiments::scenario::Override;
 use experiments::{Mode, Progress, RunOptions, RunResults, ScenarioFile};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,6 +34,14 @@ pub(crate) struct Args {
     /// `pepkit merge` builds the summary, tables and plots from the shards.
     #[arg(long, value_name = "K/N")]
     shard: Option<experiments::run::Shard>,
+    /// Edit the scenario before reading it, as if the file said PATH =
+    /// VALUE (repeatable, in order): PATH a dotted field such as
+    /// hops.near.loss or variant."MFT, C1".server.controller, VALUE a TOML
+    /// value (0.02, "10MB", { packet_threshold = 300 }) or one word taken
+    /// as a string (10MB, aioquic). A variant that sets the field itself
+    /// keeps its own value (a warning names it). Recorded in summary.json.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<Override>,
 }
 
 /// Options shared by `pepkit run` and `pepkit reproduce`.
@@ -51,13 +60,14 @@ pub(crate) struct Common {
 }
 
 pub(crate) fn run(args: &Args) -> ExitCode {
-    let file = match ScenarioFile::load(&args.file) {
+    let file = match ScenarioFile::load_with(&args.file, &args.set) {
         Ok(file) => file,
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
+    warn_shadowed(&file);
     let mode = if args.real {
         if let Err(error) = real_mode() {
             eprintln!("error: {error}");
@@ -129,7 +139,7 @@ fn run_shard(
     let results = match experiments::run(file, options, &mut progress) {
         Ok(results) => results,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", file.note_overrides(error));
             return ExitCode::from(2);
         }
     };
@@ -149,6 +159,27 @@ fn run_shard(
             eprintln!("error: writing results to {}: {error}", out.display());
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Warns of the `--set` overrides some variants do not see: they set the
+/// field themselves, and a variant's own value wins over the base's.
+fn warn_shadowed(file: &ScenarioFile) {
+    for shadowed in &file.shadowed {
+        let names: Vec<String> = shadowed.variants.iter().map(|n| format!("{n:?}")).collect();
+        let (variants, set, itself) = match names.len() {
+            1 => ("variant", "it sets", "itself"),
+            _ => ("variants", "they set", "themselves"),
+        };
+        eprintln!(
+            "warning: --set {} does not reach {variants} {}: {set} `{}` (or a table above \
+             it) {itself}, and a variant's own value wins (--set 'variant.\"NAME\".{}=…' \
+             sets it in one)",
+            shadowed.set,
+            names.join(", "),
+            shadowed.set.path(),
+            shadowed.set.path(),
+        );
     }
 }
 
@@ -173,7 +204,7 @@ pub(crate) fn run_and_write(
         Progress::stderr()
     };
     let results = experiments::run(file, options, &mut progress).map_err(|error| {
-        eprintln!("error: {error}");
+        eprintln!("error: {}", file.note_overrides(error));
         ExitCode::from(2)
     })?;
     let written = experiments::report::write(out, file, &results).map_err(|error| {

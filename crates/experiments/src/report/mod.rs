@@ -263,6 +263,19 @@ pub fn markdown(summary: &Summary) -> String {
         summary.scenario, summary.seed, summary.trials
     )
     .unwrap();
+    if !summary.overrides.is_empty() {
+        let sets: Vec<String> = summary
+            .overrides
+            .iter()
+            .map(|set| format!("`--set '{set}'`"))
+            .collect();
+        writeln!(
+            md,
+            "The scenario file was edited before the run with {}.\n",
+            sets.join(" ")
+        )
+        .unwrap();
+    }
     md.push_str(&table(summary));
     if !summary.checks.is_empty() {
         md.push_str("\n## The paper's claims, checked on this run\n\n");
@@ -321,7 +334,8 @@ pub fn comparison(simulator: &Summary, real: &Summary) -> String {
 
 /// If both `sim_dir` and `real_dir` hold a `summary.json`, rewrites both
 /// `summary.md` files with a section comparing the two modes and returns
-/// the comparison table; `None` if one of them has not run.
+/// the comparison table; `None` if one of them has not run or they ran
+/// with different `--set` overrides.
 pub fn compare_modes(sim_dir: &Path, real_dir: &Path) -> std::io::Result<Option<String>> {
     let read = |dir: &Path| -> std::io::Result<Option<Summary>> {
         match std::fs::read(dir.join("summary.json")) {
@@ -335,6 +349,10 @@ pub fn compare_modes(sim_dir: &Path, real_dir: &Path) -> std::io::Result<Option<
     let (Some(sim), Some(real)) = (read(sim_dir)?, read(real_dir)?) else {
         return Ok(None);
     };
+    // Runs of differently edited files (`--set`) are not the same scenario.
+    if sim.overrides != real.overrides {
+        return Ok(None);
+    }
     let table = comparison(&sim, &real);
     let section = format!(
         "\n## Simulator and real mode side by side\n\n\

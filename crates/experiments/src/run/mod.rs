@@ -220,6 +220,7 @@ pub(crate) fn summarize(
         source: file.base.source.clone(),
         seed: first.seed,
         trials: first.trials,
+        overrides: file.overrides.iter().map(ToString::to_string).collect(),
         headline: first.headline(),
         variants: variants
             .iter()

@@ -6,12 +6,13 @@
 //! run, so the merged files are the unsharded run's, byte for byte.
 //!
 //! A shard's directory holds its trial files and [`MANIFEST`], which
-//! names the scenario file and the options, so that the merge can check
-//! the shards belong together and cover every trial exactly once.
+//! names the scenario file, the options and the `--set` overrides, so that
+//! the merge reads the file as the shards did and can check the shards
+//! belong together and cover every trial exactly once.
 
 use super::{Ready, RunOptions, RunResults, prepare, summarize};
 use crate::outcome::{Mode, TrialResult, slug};
-use crate::scenario::{ScenarioError, ScenarioFile};
+use crate::scenario::{Override, ScenarioError, ScenarioFile};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -65,6 +66,10 @@ pub struct Manifest {
     pub only: Option<String>,
     /// The mode.
     pub mode: Mode,
+    /// The `--set` overrides, as `PATH=VALUE` (absent when none): the
+    /// merge reads the file with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
 }
 
 impl Manifest {
@@ -79,7 +84,16 @@ impl Manifest {
             trials: options.trials,
             only: options.only.clone(),
             mode: options.mode,
+            overrides: file.overrides.iter().map(ToString::to_string).collect(),
         }
+    }
+
+    /// The `--set` overrides to read the scenario file with.
+    pub fn overrides(&self) -> Result<Vec<Override>, String> {
+        self.overrides
+            .iter()
+            .map(|text| text.parse().map_err(|e| format!("{MANIFEST}: --set {e}")))
+            .collect()
     }
 
     /// The options the whole run has.
@@ -121,6 +135,19 @@ pub fn merge(
             return Err(format!(
                 "{}: a shard of another run (its options differ)",
                 dir.display()
+            ));
+        }
+        let sets: Vec<String> = file.overrides.iter().map(ToString::to_string).collect();
+        if manifest.overrides != sets {
+            let list = |sets: &[String]| match sets {
+                [] => "none".to_string(),
+                sets => sets.join(", "),
+            };
+            return Err(format!(
+                "{}: a shard of another run: its --set overrides are {}, the run's {}",
+                dir.display(),
+                list(&manifest.overrides),
+                list(&sets)
             ));
         }
         let n = manifest.shard.count as usize;

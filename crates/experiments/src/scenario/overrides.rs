@@ -141,10 +141,15 @@ impl FromStr for Override {
             Ok(value) => value,
             Err(_) if is_word(value_text) => toml::Value::String(value_text.to_string()),
             Err(error) => {
-                let reason = super::error::first_line(&error.to_string()).to_string();
+                let reason = error.message().trim().replace('\n', "; ");
+                // A string with spaces or symbols needs TOML's quotes.
+                let hint = if value_text.starts_with(['{', '[', '"', '\'']) {
+                    String::new()
+                } else {
+                    format!("; quote a string: {path_text}='\"{value_text}\"'")
+                };
                 return Err(format!(
-                    "`{path_text}`: {value_text:?} is not a TOML value ({reason}); quote a \
-                     string with spaces or symbols: {path_text}='\"…\"'"
+                    "`{path_text}`: {value_text:?} is not a TOML value ({reason}){hint}"
                 ));
             }
         };

@@ -42,6 +42,10 @@ pub struct Summary {
     pub seed: u64,
     /// Trials per variant.
     pub trials: u32,
+    /// The `--set` overrides the scenario file was read with, as
+    /// `PATH=VALUE` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     /// The metrics the report leads with, in order.
     pub headline: Vec<String>,
     /// Per variant, in file order.
