@@ -83,3 +83,47 @@ fn merged_shards_write_what_the_whole_run_writes() {
     let error = experiments::run::merge(&file, &RunOptions::default(), &twice).unwrap_err();
     assert!(error.contains("given twice"), "{error}");
 }
+
+#[test]
+fn shards_of_a_file_edited_otherwise_do_not_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shards.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let sets = vec!["hops.far.delay=20ms".parse().unwrap()];
+    let edited = ScenarioFile::load_with(&scenario, &sets).unwrap();
+    let plain = ScenarioFile::load(&scenario).unwrap();
+    let options = RunOptions {
+        only: Some("S".into()),
+        trials: Some(2),
+        ..RunOptions::default()
+    };
+    let shard = |file: &ScenarioFile, index: u32, name: &str| {
+        let shard = Shard { index, count: 2 };
+        let options = RunOptions {
+            shard: Some(shard),
+            ..options.clone()
+        };
+        let results = experiments::run(file, &options, &mut Progress::silent()).unwrap();
+        let dir = tmp.path().join(name);
+        let manifest = Manifest::new(file, &options, shard);
+        experiments::report::write_shard(&dir, &results, &manifest).unwrap();
+        dir
+    };
+    let first = shard(&edited, 1, "edited-1");
+    let second = shard(&edited, 2, "edited-2");
+    let other = shard(&plain, 2, "plain-2");
+    // The manifest records the overrides, which read back as given.
+    let manifest = Manifest::read(&first).unwrap();
+    assert_eq!(manifest.overrides, ["hops.far.delay=\"20ms\""]);
+    assert_eq!(manifest.overrides().unwrap(), sets);
+    let error = experiments::run::merge(&edited, &options, &[first.clone(), other]).unwrap_err();
+    assert!(
+        error.contains("its --set overrides are none, the run's hops.far.delay=\"20ms\""),
+        "{error}"
+    );
+    let error =
+        experiments::run::merge(&plain, &options, &[first.clone(), second.clone()]).unwrap_err();
+    assert!(error.contains("a shard of another run"), "{error}");
+    let merged = experiments::run::merge(&edited, &options, &[first, second]).unwrap();
+    assert_eq!(merged.summary.overrides, ["hops.far.delay=\"20ms\""]);
+}
