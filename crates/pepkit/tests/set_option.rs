@@ -85,6 +85,12 @@ fn malformed_and_invalid_overrides_exit_2_naming_them() {
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
     assert!(message.contains("`hops.far.delay` is string"), "{message}");
+    // A run's own error (here --only matching nothing) does not blame them.
+    let output = run(&file, &out, &["--set", "trials=2", "--only", "nothing"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("no variant's name contains"), "{message}");
+    assert!(!message.contains("--set"), "{message}");
     assert!(!out.exists(), "an error wrote results");
 }
 

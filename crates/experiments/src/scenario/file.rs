@@ -138,16 +138,16 @@ impl ScenarioFile {
             targets.push(target);
         }
         let mut file = read(document, path, overrides, &targets)
-            .map_err(|error| note_overrides(error, overrides, &targets))?;
+            .map_err(|error| note_overrides(error, overrides, &targets, true))?;
         file.overrides = overrides.to_vec();
         file.targets = targets;
         Ok(file)
     }
 
-    /// `error` (from running this file) with the `--set` overrides that
-    /// may have caused it named, when it was read with some.
+    /// `error` (from running this file: a trace, a controller) with the
+    /// `--set` overrides that concern its field named.
     pub fn note_overrides(&self, error: ScenarioError) -> ScenarioError {
-        note_overrides(error, &self.overrides, &self.targets)
+        note_overrides(error, &self.overrides, &self.targets, false)
     }
 
     /// The directory relative paths in the file are resolved against.
@@ -295,12 +295,14 @@ impl Reach<'_> {
     }
 }
 
-/// `error` with the `--set` overrides that concern its field named (all of
-/// them when none does: the edited file failed).
+/// `error` with the `--set` overrides that concern its field named; when
+/// none does, all of them if `edited_file` (the edited file failed to
+/// read), else none (a run's error, such as `--only` matching nothing).
 fn note_overrides(
     error: ScenarioError,
     overrides: &[Override],
     targets: &[Target],
+    edited_file: bool,
 ) -> ScenarioError {
     let ScenarioError::Field {
         path,
@@ -311,7 +313,13 @@ fn note_overrides(
     else {
         return error;
     };
-    if overrides.is_empty() {
+    let concerned: Vec<&Override> = overrides
+        .iter()
+        .zip(targets)
+        .filter(|(set, target)| set.concerns(target, &field))
+        .map(|(set, _)| set)
+        .collect();
+    if overrides.is_empty() || (concerned.is_empty() && !edited_file) {
         return ScenarioError::Field {
             path,
             context,
@@ -325,12 +333,6 @@ fn note_overrides(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let concerned: Vec<&Override> = overrides
-        .iter()
-        .zip(targets)
-        .filter(|(set, target)| set.concerns(target, &field))
-        .map(|(set, _)| set)
-        .collect();
     let note = if concerned.is_empty() {
         format!("the file edited with {}", list(overrides.iter().collect()))
     } else {
