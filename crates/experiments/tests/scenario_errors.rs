@@ -297,6 +297,14 @@ fn a_sweep_expands_into_named_points() {
     assert_mentions(&error(&typo), &["sweep", "feld"]);
     let no_sweep = text.replace("sweep = ", "#");
     assert_mentions(&error(&no_sweep), &["plots[0]", "sweep"]);
+    let into_a_string = text.replace("\"hops.near.loss\"", "\"hops.near.delay.ms\"");
+    let message = error(&into_a_string);
+    let says = [
+        "QUIC, ms = 0",
+        "`hops.near.delay.ms`",
+        "`hops.near.delay` is string",
+    ];
+    assert_mentions(&message, &says);
 }
 
 #[test]

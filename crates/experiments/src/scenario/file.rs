@@ -4,9 +4,9 @@
 use super::Scenario;
 use super::check::Check;
 use super::error::{ScenarioError, field_error, first_line};
-use super::overrides::{Override, Shadowed, Target, lookup};
+use super::overrides::{Override, Shadowed, Target, lookup, set};
 use super::raw::RawScenario;
-use super::sweep::{Dimension, Sweep, SweepPoint, set_dotted};
+use super::sweep::{Dimension, Sweep, SweepPoint};
 use crate::figure::Plot;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -451,12 +451,16 @@ fn parse_variant(
     let name_of_series = name;
     for point in sweep.points() {
         let name = format!("{name_of_series}, {}", point.label);
+        let point_context = format!("variant \"{name}\": ");
         let mut swept = merged.clone();
         for (field, value) in point.fields {
-            set_dotted(&mut swept, &field, value);
+            let keys: Vec<String> = field.split('.').map(str::to_string).collect();
+            set(&mut swept, &keys, value).map_err(|message| {
+                let message = format!("the sweep cannot set it: {message}");
+                field_error(path, &point_context, &field, &message)
+            })?;
         }
         reach.check(index, &name_of_series, &swept);
-        let point_context = format!("variant \"{name}\": ");
         let scenario = resolve(path, &point_context, toml::Value::Table(swept))?;
         variants.push(Variant {
             name,

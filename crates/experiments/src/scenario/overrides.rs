@@ -1,6 +1,6 @@
 //! `pepkit run FILE --set PATH=VALUE`: edits of the scenario document
 //! before it is read, so that one field can be ablated without copying the
-//! file.
+//! file. A sweep's points set their fields with the same [`set`].
 //!
 //! An override means what the line `PATH = VALUE` would mean at the top of
 //! the file, except that it replaces a value the file already has:
@@ -497,6 +497,22 @@ mod tests {
         assert!(message.contains("it has 2"), "{message}");
         // Nothing was changed by the refused edits.
         assert_eq!(doc, document());
+    }
+
+    #[test]
+    fn dotted_fields_index_arrays_as_sweeps_write_them() {
+        let mut table: toml::Table =
+            toml::from_str("flows = [{ name = \"a\" }, { name = \"b\" }]").unwrap();
+        let keys = |field: &str| field.split('.').map(str::to_string).collect::<Vec<_>>();
+        super::set(&mut table, &keys("flows.1.count"), toml::Value::Integer(4)).unwrap();
+        super::set(&mut table, &keys("flows.a.count"), toml::Value::Integer(2)).unwrap();
+        let rate = toml::Value::String("1Mbit/s".into());
+        super::set(&mut table, &keys("hops.far.rate"), rate).unwrap();
+        assert_eq!(table["flows"][1]["count"].as_integer(), Some(4));
+        assert_eq!(table["flows"][0]["count"].as_integer(), Some(2));
+        assert_eq!(table["hops"]["far"]["rate"].as_str(), Some("1Mbit/s"));
+        let beyond = super::set(&mut table, &keys("flows.2.count"), toml::Value::Integer(1));
+        assert!(beyond.unwrap_err().contains("`flows` has no element \"2\""));
     }
 
     #[test]

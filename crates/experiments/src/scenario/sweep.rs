@@ -3,8 +3,10 @@
 //! dimension outermost); a dimension's `with` sets further fields to the
 //! value at the same position (`sweep = { field = "flows.0.count", values =
 //! [2, 3], with = [{ field = "hops.far.rate", values = [40, 60], unit =
-//! "Mbit/s" }] }`). Fields are dotted paths; a number in a path indexes an
-//! array (`flows.0.count`). Values are numbers, or strings set as written
+//! "Mbit/s" }] }`). Fields are dotted paths, set as `--set` sets them
+//! (`overrides::set`): in an array a part is an index or a `name`
+//! (`flows.0.count`), and a path into a value that is not a table is an
+//! error. Values are numbers, or strings set as written
 //! (`values = ["cellular/ATT-LTE-driving.down", …]`, without a `unit`):
 //! a string's x coordinate is its position in the list (0, 1, …).
 
@@ -251,65 +253,6 @@ fn toml_value(value: &Value, unit: Option<&str>) -> toml::Value {
     }
 }
 
-/// Sets the dotted `field` of `table` to `value`, making tables on the way;
-/// a numeric part indexes an array that exists.
-pub(crate) fn set_dotted(table: &mut toml::Table, field: &str, value: toml::Value) {
-    let parts: Vec<&str> = field.split('.').collect();
-    let Some((last, path)) = parts.split_last() else {
-        return;
-    };
-    let Some((first, rest)) = path.split_first() else {
-        table.insert(last.to_string(), value);
-        return;
-    };
-    let entry = table
-        .entry(first.to_string())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    set_in(entry, rest, last, value);
-}
-
-fn set_in(here: &mut toml::Value, path: &[&str], last: &str, value: toml::Value) {
-    let Some((part, rest)) = path.split_first() else {
-        match here {
-            toml::Value::Table(table) => {
-                table.insert(last.to_string(), value);
-            }
-            toml::Value::Array(array) => {
-                if let Some(slot) = last.parse::<usize>().ok().and_then(|i| array.get_mut(i)) {
-                    *slot = value;
-                }
-            }
-            other => {
-                let mut table = toml::Table::new();
-                table.insert(last.to_string(), value);
-                *other = toml::Value::Table(table);
-            }
-        }
-        return;
-    };
-    let next = match here {
-        toml::Value::Array(array) => {
-            match part.parse::<usize>().ok().and_then(|i| array.get_mut(i)) {
-                Some(next) => next,
-                None => return,
-            }
-        }
-        toml::Value::Table(table) => table
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new())),
-        other => {
-            *other = toml::Value::Table(toml::Table::new());
-            let toml::Value::Table(table) = other else {
-                return;
-            };
-            table
-                .entry(part.to_string())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-        }
-    };
-    set_in(next, rest, last, value);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,19 +310,5 @@ mod tests {
                 .unwrap();
         let sweep = Sweep::One(with_unit["sweep"].clone().try_into().unwrap());
         assert_eq!(sweep.problem().map(|(field, _)| field), Some("unit".into()));
-    }
-
-    #[test]
-    fn dotted_fields_index_arrays() {
-        let mut table: toml::Table =
-            toml::from_str("flows = [{ name = \"a\" }, { name = \"b\" }]").unwrap();
-        set_dotted(&mut table, "flows.1.count", toml::Value::Integer(4));
-        set_dotted(
-            &mut table,
-            "hops.far.rate",
-            toml::Value::String("1Mbit/s".into()),
-        );
-        assert_eq!(table["flows"][1]["count"].as_integer(), Some(4));
-        assert_eq!(table["hops"]["far"]["rate"].as_str(), Some("1Mbit/s"));
     }
 }
