@@ -4,36 +4,14 @@
 
 mod common;
 
-use common::pepkit_run;
+use common::{pepkit_run, two_hop_upload};
 use std::path::Path;
 
 /// A one-trial, 200 kB upload over two hops, with `check` appended.
 fn scenario(dir: &Path, name: &str, check: &str) -> std::path::PathBuf {
     let text = format!(
-        r#"
-name = "{name}"
-title = "exit status"
-path = ["near", "far"]
-trials = 1
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
-[hops.near]
-delay = "1ms"
-rate = "100Mbit/s"
-[hops.far]
-delay = "5ms"
-rate = "10Mbit/s"
-[workload]
-kind = "bulk"
-direction = "upload"
-size = "200kB"
-
-[[variant]]
-name = "only"
-{check}
-"#
+        "{}\n[[variant]]\nname = \"only\"\n{check}\n",
+        two_hop_upload(name, "exit status")
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();

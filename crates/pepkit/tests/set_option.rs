@@ -6,33 +6,15 @@
 
 mod common;
 
-use common::pepkit_run;
+use common::{pepkit_run, two_hop_upload};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// A one-trial, 200 kB upload over two hops; one variant sets the far
 /// hop's delay itself.
 fn scenario(dir: &Path) -> PathBuf {
-    let text = r#"
-name = "set"
-title = "set option"
-path = ["near", "far"]
-trials = 1
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
-[hops.near]
-delay = "1ms"
-rate = "100Mbit/s"
-[hops.far]
-delay = "5ms"
-rate = "10Mbit/s"
-[workload]
-kind = "bulk"
-direction = "upload"
-size = "200kB"
-
+    let text = two_hop_upload("set", "set option")
+        + r#"
 [[variant]]
 name = "base"
 

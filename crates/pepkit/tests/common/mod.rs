@@ -24,6 +24,33 @@ pub(crate) fn pepkit_run(file: &Path, out: &Path) -> Command {
     command
 }
 
+/// A scenario's text without variants: one trial of a 200 kB upload over
+/// two hops (1 ms at 100 Mbit/s, 5 ms at 10 Mbit/s).
+pub(crate) fn two_hop_upload(name: &str, title: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+title = "{title}"
+path = ["near", "far"]
+trials = 1
+[client]
+addr = "10.0.0.1"
+[server]
+addr = "10.0.1.1"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "5ms"
+rate = "10Mbit/s"
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "200kB"
+"#
+    )
+}
+
 pub(crate) fn addr(text: &str) -> SocketAddr {
     text.parse().unwrap()
 }
