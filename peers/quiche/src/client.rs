@@ -102,7 +102,11 @@ impl Link {
             // closes the connection, which the caller sees.
             let _ = self.conn.recv(&mut self.buf[..len], info);
         }
-        if self.conn.timeout_instant().is_some_and(|t| t <= Instant::now()) {
+        if self
+            .conn
+            .timeout_instant()
+            .is_some_and(|t| t <= Instant::now())
+        {
             self.conn.on_timeout();
         }
         Ok(())
@@ -116,6 +120,7 @@ impl Link {
     fn close(&mut self) {
         let _ = self.conn.close(true, 0, b"done");
         let _ = self.output.flush(&mut self.conn, &self.socket);
+        common::write_stats(&self.conn, "client");
     }
 }
 
@@ -123,7 +128,9 @@ pub fn run(server: SocketAddr, request: Request, timeout: Duration) -> Result<()
     let start = Instant::now(); // before the handshake, as peers/README.md specifies
     let deadline = start + timeout;
     match request {
-        Request::Bulk { size, upload } => bulk(Link::connect(server, 0, deadline)?, size, upload, start),
+        Request::Bulk { size, upload } => {
+            bulk(Link::connect(server, 0, deadline)?, size, upload, start)
+        }
         Request::Rtc { frames, fps, bytes } => {
             rtc(Link::connect(server, frames, deadline)?, frames, fps, bytes)
         }
@@ -194,7 +201,9 @@ fn bulk(mut link: Link, size: u64, upload: bool, start: Instant) -> Result<(), S
     if !upload && got != size {
         return Err(format!("download transferred {got} bytes, expected {size}"));
     }
-    println!(r#"{{"peer":"quiche","direction":"{direction}","bytes":{size},"seconds":{seconds:.6}}}"#);
+    println!(
+        r#"{{"peer":"quiche","direction":"{direction}","bytes":{size},"seconds":{seconds:.6}}}"#
+    );
     Ok(())
 }
 
@@ -249,7 +258,11 @@ fn rtc(mut link: Link, frames: u64, fps: u32, bytes: u32) -> Result<(), String> 
                 s.len += take as u8;
                 if fin && usize::from(s.len) == FRAME_HEAD && !s.arrived {
                     s.arrived = true;
-                    arrivals.push([be_u64(&s.head[..8]), be_u64(&s.head[8..]), common::unix_ns()]);
+                    arrivals.push([
+                        be_u64(&s.head[..8]),
+                        be_u64(&s.head[8..]),
+                        common::unix_ns(),
+                    ]);
                 }
             }
         }
@@ -276,6 +289,9 @@ fn rtc(mut link: Link, frames: u64, fps: u32, bytes: u32) -> Result<(), String> 
         .iter()
         .map(|[k, generated, arrived]| format!("[{k},{generated},{arrived}]"))
         .collect();
-    println!(r#"{{"peer":"quiche","mode":"rtc","frames":[{}]}}"#, list.join(","));
+    println!(
+        r#"{{"peer":"quiche","mode":"rtc","frames":[{}]}}"#,
+        list.join(",")
+    );
     Ok(())
 }

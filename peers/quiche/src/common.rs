@@ -127,7 +127,8 @@ pub fn random_cid() -> Result<quiche::ConnectionId<'static>, String> {
 
 /// With `PEPKIT_QLOGDIR` set (and not empty), `conn` writes a qlog
 /// (JSON-SEQ, quiche's base events) to `DIR/<trace id>_<side>.sqlog`,
-/// as the quic-go peer does; unset, nothing is written.
+/// as the quic-go peer does, and `write_stats` its loss counters at its
+/// end; unset, nothing is written.
 pub fn qlog(conn: &mut quiche::Connection, side: &str) {
     let Some(dir) = std::env::var_os("PEPKIT_QLOGDIR").filter(|d| !d.is_empty()) else {
         return;
@@ -140,6 +141,25 @@ pub fn qlog(conn: &mut quiche::Connection, side: &str) {
             String::new(),
         ),
         Err(e) => eprintln!("quiche-peer: qlog {}: {e}", path.display()),
+    }
+}
+
+/// With `PEPKIT_QLOGDIR` set, writes quiche's loss counters for `conn`
+/// (datagrams sent, declared lost, of them acknowledged later, i.e.
+/// spurious, and retransmitted) to `DIR/<trace id>_<side>.stats` as one
+/// JSON line: quiche's base-level qlog has no loss events.
+pub fn write_stats(conn: &quiche::Connection, side: &str) {
+    let Some(dir) = std::env::var_os("PEPKIT_QLOGDIR").filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let s = conn.stats();
+    let line = format!(
+        "{{\"sent\":{},\"lost\":{},\"spurious_lost\":{},\"retrans\":{}}}\n",
+        s.sent, s.lost, s.spurious_lost, s.retrans
+    );
+    let path = std::path::Path::new(&dir).join(format!("{}_{side}.stats", conn.trace_id()));
+    if let Err(e) = std::fs::write(&path, line) {
+        eprintln!("quiche-peer: {}: {e}", path.display());
     }
 }
 

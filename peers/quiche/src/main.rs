@@ -114,7 +114,11 @@ fn command(words: &[String]) -> Option<Result<(), String>> {
                 },
                 _ => return None,
             };
-            Some(client::run(server, request, Duration::from_secs_f64(timeout)))
+            Some(client::run(
+                server,
+                request,
+                Duration::from_secs_f64(timeout),
+            ))
         }
         _ => None,
     }

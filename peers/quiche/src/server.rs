@@ -26,11 +26,18 @@ const BAD_REQUEST: u64 = 1;
 /// What a connection's client asked for, and how far it has got.
 enum Work {
     /// The request header, so far, on the client's first bidirectional stream.
-    Request { stream: Option<u64>, header: Vec<u8> },
+    Request {
+        stream: Option<u64>,
+        header: Vec<u8>,
+    },
     /// Download: N bytes left to hand to quiche, then FIN.
     Download { stream: u64, left: u64 },
     /// Upload: the client sends `expected` bytes; `got` so far.
-    Upload { stream: u64, expected: u64, got: u64 },
+    Upload {
+        stream: u64,
+        expected: u64,
+        got: u64,
+    },
     /// Upload complete: the empty FIN that acknowledges it is still to be sent.
     UploadAck { stream: u64 },
     /// RTC frames.
@@ -201,7 +208,8 @@ impl Connection {
             2 => {
                 let fps = be_u64(&header[9..13]);
                 let bytes = be_u64(&header[13..17]);
-                if n == 0 || n > MAX_FRAMES || fps == 0 || !(16..=MAX_FRAME_BYTES).contains(&bytes) {
+                if n == 0 || n > MAX_FRAMES || fps == 0 || !(16..=MAX_FRAME_BYTES).contains(&bytes)
+                {
                     self.fail("bad RTC header");
                     return Work::Done;
                 }
@@ -253,7 +261,10 @@ impl Connection {
             Work::Rtc(f) => f.next_due(),
             _ => None,
         };
-        common::earliest(common::earliest(self.conn.timeout_instant(), frame), self.send_at)
+        common::earliest(
+            common::earliest(self.conn.timeout_instant(), frame),
+            self.send_at,
+        )
     }
 
     /// Closes the connection with an application error; logged only, as
@@ -313,7 +324,15 @@ pub fn run(listen: SocketAddr) -> Result<(), String> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(format!("recv: {e}")),
             };
-            receive(&mut conns, &mut config, &socket, local, from, &mut buf[..len], &mut out);
+            receive(
+                &mut conns,
+                &mut config,
+                &socket,
+                local,
+                from,
+                &mut buf[..len],
+                &mut out,
+            );
         }
 
         let now = Instant::now();
@@ -335,6 +354,9 @@ pub fn run(listen: SocketAddr) -> Result<(), String> {
                 }
             };
         }
+        for c in conns.iter().filter(|c| c.conn.is_closed()) {
+            common::write_stats(&c.conn, "server");
+        }
         conns.retain(|c| !c.conn.is_closed());
     }
     // Tell the clients still connected, so that they need not wait for
@@ -342,6 +364,7 @@ pub fn run(listen: SocketAddr) -> Result<(), String> {
     for c in conns.iter_mut() {
         let _ = c.conn.close(true, 0, b"server stopped");
         let _ = c.output.flush(&mut c.conn, &socket);
+        common::write_stats(&c.conn, "server");
     }
     Ok(())
 }
@@ -403,5 +426,7 @@ fn receive(
         }
     };
     // An undecryptable or stray packet is quiche's to drop: not fatal.
-    let _ = conns[index].conn.recv(pkt, quiche::RecvInfo { from, to: local });
+    let _ = conns[index]
+        .conn
+        .recv(pkt, quiche::RecvInfo { from, to: local });
 }
