@@ -1,21 +1,22 @@
 //! Independent QUIC stacks as a trial's endpoints (real mode only): the
-//! programs of `peers/` (quic-go, aioquic, ngtcp2), started
+//! programs of `peers/` (quic-go, aioquic, ngtcp2, quiche), started
 //! through `peers/run` in the testbed's client and server namespaces,
 //! instead of our noq-proto hosts. A scenario asks for them per endpoint:
 //!
 //! ```toml
 //! [client]
-//! stack = "quic-go"     # or "aioquic", "ngtcp2"; "noq" (the default) is ours
+//! stack = "quic-go"     # or "aioquic", "ngtcp2", "quiche"; "noq" (the default) is ours
 //! [server]
 //! stack = "quic-go"
 //! ```
 //!
-//! They carry the bulk workload and the RTC frames (all three). ngtcp2's
+//! They carry the bulk workload and the RTC frames (all four). ngtcp2's
 //! bulk peers are its HTTP/3 example programs, which interoperate only with
 //! each other; its RTC peer is `peers/ngtcp2/rtc.c`, which the server runs
-//! when given `--rtc` ([`PeerTransfer::server_args`]). quic-go and aioquic
-//! serve both on one port. Every RTC client works with every RTC server,
-//! and quic-go's and aioquic's bulk peers with each other; our endpoints
+//! when given `--rtc` ([`PeerTransfer::server_args`]). quic-go, aioquic and
+//! quiche serve both on one port. Every RTC client works with every RTC
+//! server, and quic-go's, aioquic's and quiche's bulk peers with each
+//! other (pepkit's bulk protocol, `peers/README.md`); our endpoints
 //! (ALPN `pepkit`, a pinned test certificate) only with ours. The metrics
 //! are the workloads' own: goodput and completion time from the client's
 //! report (timed from before the handshake, as ours), frame delay and
@@ -47,6 +48,9 @@ pub enum Stack {
     /// `peers/ngtcp2/rtc.c` for RTC frames.
     #[serde(rename = "ngtcp2")]
     Ngtcp2,
+    /// Cloudflare's quiche (`peers/quiche`).
+    #[serde(rename = "quiche")]
+    Quiche,
 }
 
 impl Stack {
@@ -57,6 +61,7 @@ impl Stack {
             Stack::QuicGo => "quic-go",
             Stack::Aioquic => "aioquic",
             Stack::Ngtcp2 => "ngtcp2",
+            Stack::Quiche => "quiche",
         }
     }
 }
@@ -106,14 +111,11 @@ impl PeerTransfer {
         workload: &Workload,
     ) -> Result<PeerTransfer, (String, String)> {
         let fail = |field: &str, message: &str| Err((field.to_string(), message.to_string()));
-        // The RTC peers all speak one protocol; ngtcp2's bulk peers speak HTTP/3.
+        // The RTC peers all speak one protocol; so do the bulk peers but
+        // ngtcp2's, which speak HTTP/3.
+        let bulk_protocol = |s: Stack| matches!(s, Stack::QuicGo | Stack::Aioquic | Stack::Quiche);
         let interoperate = |a: Stack, b: Stack| {
-            a == b
-                || matches!(workload, Workload::Rtc(_))
-                || matches!(
-                    (a, b),
-                    (Stack::QuicGo, Stack::Aioquic) | (Stack::Aioquic, Stack::QuicGo)
-                )
+            a == b || matches!(workload, Workload::Rtc(_)) || bulk_protocol(a) && bulk_protocol(b)
         };
         if client_stack == Stack::Noq || server_stack == Stack::Noq {
             return fail(
@@ -125,8 +127,8 @@ impl PeerTransfer {
         if !interoperate(client_stack, server_stack) {
             return fail(
                 "server.stack",
-                "for bulk transfers quic-go and aioquic interoperate; ngtcp2's HTTP/3 examples \
-                 only with themselves (every RTC client works with every RTC server)",
+                "for bulk transfers quic-go, aioquic and quiche interoperate; ngtcp2's HTTP/3 \
+                 examples only with themselves (every RTC client works with every RTC server)",
             );
         }
         let work = match workload {
@@ -333,8 +335,30 @@ mod tests {
         assert_eq!(bulk.server_args(), ["server", "--listen", "10.0.1.10:4433"]);
     }
 
+    /// A scenario's `stack = "…"` is the name `peers/run` knows.
+    #[test]
+    fn stack_names_round_trip() {
+        #[derive(Deserialize)]
+        struct End {
+            stack: Stack,
+        }
+        for stack in [
+            Stack::Noq,
+            Stack::QuicGo,
+            Stack::Aioquic,
+            Stack::Ngtcp2,
+            Stack::Quiche,
+        ] {
+            let end: End =
+                toml::from_str(&format!("stack = \"{}\"", stack.name())).expect("a stack name");
+            assert_eq!(end.stack, stack);
+        }
+        assert!(toml::from_str::<End>("stack = \"quinn\"").is_err());
+    }
+
     /// Which pairs of stacks carry which workload: every RTC client with
-    /// every RTC server; ngtcp2's HTTP/3 bulk peers only with each other.
+    /// every RTC server; quic-go's, aioquic's and quiche's bulk peers with
+    /// each other, ngtcp2's HTTP/3 bulk peers only with themselves.
     #[test]
     fn pairs_that_interoperate() {
         let rtc: Workload =
@@ -345,11 +369,12 @@ mod tests {
         let client: SocketAddr = "10.0.2.10:5000".parse().unwrap();
         let server: SocketAddr = "10.0.1.10:4433".parse().unwrap();
         let pair = |a, b, w: &Workload| PeerTransfer::new((client, a), (server, b), w);
-        let stacks = [Stack::QuicGo, Stack::Aioquic, Stack::Ngtcp2];
+        let stacks = [Stack::QuicGo, Stack::Aioquic, Stack::Ngtcp2, Stack::Quiche];
         for a in stacks {
             for b in stacks {
                 let transfer = pair(a, b, &rtc).expect("every RTC pair");
                 assert!(matches!(transfer.work, PeerWork::Rtc { frames: 30, .. }));
+                // quic-go, aioquic and quiche speak pepkit's bulk protocol.
                 let bulk_ok = a == b || !matches!(a, Stack::Ngtcp2) && !matches!(b, Stack::Ngtcp2);
                 assert_eq!(pair(a, b, &bulk).is_ok(), bulk_ok, "{a:?} / {b:?}");
             }

@@ -1,4 +1,4 @@
-//! Independent QUIC peers (quic-go, aioquic, ngtcp2) complete bulk
+//! Independent QUIC peers (quic-go, aioquic, ngtcp2, quiche) complete bulk
 //! transfers through an emulated path, with and without the Sidekick proxy
 //! daemon on the middle node — and the proxy leaves flows that never asked
 //! for quACKs alone; and each carries RTC frames to its own client and to
@@ -179,6 +179,11 @@ fn ngtcp2_through_the_emulated_path() {
     peer_through_path("ngtcp2");
 }
 
+#[test]
+fn quiche_through_the_emulated_path() {
+    peer_through_path("quiche");
+}
+
 /// `Err(why)` if `peer`'s RTC client and server cannot run here.
 fn rtc_runnable(peer: &str) -> Result<(), String> {
     runnable(peer)?;
@@ -284,10 +289,12 @@ fn rtc_through_path(client: &str, server: &str) {
 
 #[test]
 fn rtc_frames_through_the_emulated_path() {
-    for peer in ["quic-go", "aioquic", "ngtcp2"] {
+    for peer in ["quic-go", "aioquic", "ngtcp2", "quiche"] {
         rtc_through_path(peer, peer);
     }
-    // The RTC protocol is the same in all three: across stacks too.
+    // The RTC protocol is the same in all four: across stacks too.
     rtc_through_path("quic-go", "ngtcp2");
     rtc_through_path("ngtcp2", "aioquic");
+    rtc_through_path("quiche", "quic-go");
+    rtc_through_path("ngtcp2", "quiche");
 }
