@@ -130,10 +130,9 @@ pub fn random_cid() -> Result<quiche::ConnectionId<'static>, String> {
 /// as the quic-go peer does, and `write_stats` its loss counters at its
 /// end; unset, nothing is written.
 pub fn qlog(conn: &mut quiche::Connection, side: &str) {
-    let Some(dir) = std::env::var_os("PEPKIT_QLOGDIR").filter(|d| !d.is_empty()) else {
+    let Some(path) = diagnostic_file(conn, side, "sqlog") else {
         return;
     };
-    let path = std::path::Path::new(&dir).join(format!("{}_{side}.sqlog", conn.trace_id()));
     match File::create(&path) {
         Ok(file) => conn.set_qlog(
             Box::new(BufWriter::new(file)),
@@ -149,7 +148,7 @@ pub fn qlog(conn: &mut quiche::Connection, side: &str) {
 /// spurious, and retransmitted) to `DIR/<trace id>_<side>.stats` as one
 /// JSON line: quiche's base-level qlog has no loss events.
 pub fn write_stats(conn: &quiche::Connection, side: &str) {
-    let Some(dir) = std::env::var_os("PEPKIT_QLOGDIR").filter(|d| !d.is_empty()) else {
+    let Some(path) = diagnostic_file(conn, side, "stats") else {
         return;
     };
     let s = conn.stats();
@@ -157,10 +156,20 @@ pub fn write_stats(conn: &quiche::Connection, side: &str) {
         "{{\"sent\":{},\"lost\":{},\"spurious_lost\":{},\"retrans\":{}}}\n",
         s.sent, s.lost, s.spurious_lost, s.retrans
     );
-    let path = std::path::Path::new(&dir).join(format!("{}_{side}.stats", conn.trace_id()));
     if let Err(e) = std::fs::write(&path, line) {
         eprintln!("quiche-peer: {}: {e}", path.display());
     }
+}
+
+/// `DIR/<trace id>_<side>.<extension>` when `PEPKIT_QLOGDIR=DIR` is set
+/// and not empty.
+fn diagnostic_file(
+    conn: &quiche::Connection,
+    side: &str,
+    extension: &str,
+) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("PEPKIT_QLOGDIR").filter(|d| !d.is_empty())?;
+    Some(std::path::Path::new(&dir).join(format!("{}_{side}.{extension}", conn.trace_id())))
 }
 
 /// One connection's datagram output. quiche stamps each datagram with

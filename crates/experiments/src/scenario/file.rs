@@ -137,11 +137,8 @@ impl ScenarioFile {
             })?;
             targets.push(target);
         }
-        let mut file = read(document, path, overrides, &targets)
-            .map_err(|error| note_overrides(error, overrides, &targets, true))?;
-        file.overrides = overrides.to_vec();
-        file.targets = targets;
-        Ok(file)
+        read(document, path, overrides, &targets)
+            .map_err(|error| note_overrides(error, overrides, &targets, true))
     }
 
     /// `error` (from running this file: a trace, a controller) with the
@@ -156,8 +153,9 @@ impl ScenarioFile {
     }
 }
 
-/// Reads the (edited) document: the base, its variants, checks and
-/// `[quick]`, and which overrides some variants do not see.
+/// Reads the document as `overrides` (which landed at `targets`) edited
+/// it: the base, its variants, checks and `[quick]`, and which overrides
+/// some variants do not see.
 fn read(
     mut document: toml::Table,
     path: PathBuf,
@@ -260,9 +258,9 @@ fn read(
         variants,
         checks,
         quick,
-        overrides: Vec::new(),
+        overrides: overrides.to_vec(),
         shadowed,
-        targets: Vec::new(),
+        targets: targets.to_vec(),
     })
 }
 
