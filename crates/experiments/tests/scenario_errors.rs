@@ -774,3 +774,14 @@ fn loss_thresholds_are_checked_by_field() {
         &["client.loss_detection", "Linux"],
     );
 }
+
+#[test]
+fn a_check_is_relative_to_one_variant_that_exists() {
+    let text = format!(
+        "{BASE}\n[[variant]]\nname = \"a\"\n[[check]]\nclaim = \"fast\"\n\
+         metric = \"goodput_mbps\"\nvariant = \"a\"\nminus = \"b\"\nat_most = 1\n"
+    );
+    assert_mentions(&error(&text), &["check[0].minus", "\"b\""]);
+    let both = text.replace("minus = \"b\"", "minus = \"a\"\nratio_to = \"a\"");
+    assert_mentions(&error(&both), &["check[0].minus", "not both"]);
+}

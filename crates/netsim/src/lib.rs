@@ -134,7 +134,7 @@ pub use link::{
     PacketCount, QueueConfig, QueueSample, QueueSampling,
 };
 pub use loss::{GilbertElliott, LossModel};
-pub use middlebox::{Interface, Middlebox, Route, Transmit};
+pub use middlebox::{Forward, Interface, Middlebox, Route, Transmit};
 pub use probability::{InvalidProbability, Probability, unit_open_below};
 pub use rate::Rate;
 pub use red::{RedConfig, RedConfigError, RedParams, RedStatus};

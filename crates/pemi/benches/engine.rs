@@ -25,6 +25,11 @@
 //!   read, untimed), one datagram per sample: the daemon's conditions,
 //!   where packets arrive ~1 ms apart after a wake-up; `cold_nothing` is
 //!   the same sample around nothing;
+//! * `cold_data`: `cold` with the instructions warm (another engine takes
+//!   a datagram after the sweep): what instruction misses add to `cold`;
+//! * `cold_forward`: `cold` through an engine that only forwards
+//!   ([`netsim::Forward`]): the floor any engine pays to take a datagram
+//!   and give it back;
 //! * `untracked`: UDP of no connection (a lookup miss and a header walk);
 //! * `clone_datagram`: the clone and drop of the prepared datagram alone.
 //!
@@ -190,7 +195,7 @@ impl Feed {
 }
 
 /// One datagram through the engine as the drivers do it.
-fn deliver(pemi: &mut Pemi, (now, side, d): (Time, Interface, Datagram)) {
+fn deliver(pemi: &mut impl Middlebox, (now, side, d): (Time, Interface, Datagram)) {
     if pemi.poll_timeout().is_some_and(|t| t <= now) {
         pemi.handle_timeout(now);
     }
@@ -308,6 +313,45 @@ fn cold(bencher: Bencher<'_, '_>, conns: u32) {
         })
         .bench_local_values(|input| deliver(&mut pemi, input));
     assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
+}
+
+/// `cold` with the code warm: after the sweep a second engine (its own
+/// data) takes one datagram, which brings the instructions back to L1i
+/// and the branch predictors up to date but leaves this engine's data
+/// cold. The difference to `cold` is what instruction misses cost.
+#[divan::bench(args = [1, 100, 1000], sample_size = 1, sample_count = 3000)]
+fn cold_data(bencher: Bencher<'_, '_>, conns: u32) {
+    let Driver { mut pemi, mut feed } = Driver::new(conns, true);
+    let mut warm = Driver::new(conns, true);
+    let sweep = vec![1u8; SWEEP];
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            let input = feed.next();
+            evict(&sweep);
+            warm.step();
+            input
+        })
+        .bench_local_values(|input| deliver(&mut pemi, input));
+    assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
+}
+
+/// `cold` with an engine that forwards every datagram and does nothing
+/// else ([`netsim::Forward`]): the floor any engine pays for taking a
+/// datagram and giving it back with its data cold.
+#[divan::bench(sample_size = 1, sample_count = 3000)]
+fn cold_forward(bencher: Bencher<'_, '_>) {
+    let Driver { mut feed, .. } = Driver::new(1, true);
+    let mut forward = netsim::Forward::default();
+    let sweep = vec![1u8; SWEEP];
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            let input = feed.next();
+            evict(&sweep);
+            input
+        })
+        .bench_local_values(|input| deliver(&mut forward, input));
 }
 
 /// What `cold` measures around nothing: the floor of one cold sample.

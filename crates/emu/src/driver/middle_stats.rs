@@ -75,6 +75,9 @@ pub struct MiddleStats {
     pub cpu_clock_inside_ns: u64,
     /// The rest of their cost per stretch (outside the stretches).
     pub cpu_clock_outside_ns: u64,
+    /// The warm-up readings before each stretch, summed: the CPU clock's
+    /// cold cost, measured (neither the engine's work nor packet I/O).
+    pub cpu_clock_warmup_ns: u64,
     /// The driver thread's CPU time over [`MiddleDriver::run`], in
     /// nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): the engine's work plus the
     /// packet I/O.

@@ -242,7 +242,8 @@ pub(crate) fn summarize(
         .iter()
         .filter(|c| c.mode.is_none_or(|m| m == mode))
         .filter(|c| {
-            ran(&Some(c.variant.clone()), c.over_series()) && ran(&c.ratio_to, c.over_series())
+            ran(&Some(c.variant.clone()), c.over_series())
+                && ran(&c.baseline().map(String::from), c.over_series())
         })
         .map(|check| CheckResult::evaluate(check, &summary))
         .collect();

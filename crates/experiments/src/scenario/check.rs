@@ -8,6 +8,7 @@
 //! metric = "goodput_mbps"
 //! variant = "QUIC + Sidekick, 1% loss"
 //! ratio_to = "QUIC e2e, 1% loss"   # optional: bound median(variant) / median(ratio_to)
+//! # minus = "..."                  # or: bound median(variant) − median(minus)
 //! at_least = 3.0                   # and/or at_most
 //! # statistic = "max"              # bound the largest trial's value instead
 //! # gap = "docs/tecc-eval.md#table-2-rtt-fairness"  # where a failure is explained
@@ -34,6 +35,10 @@ pub struct Check {
     /// If given, the bound applies to the ratio of the two medians.
     #[serde(default)]
     pub ratio_to: Option<String>,
+    /// If given, the bound applies to the difference of the two medians
+    /// (what `variant` adds to a baseline measured the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minus: Option<String>,
     /// The smallest value that passes.
     #[serde(default)]
     pub at_least: Option<f64>,
@@ -95,6 +100,12 @@ impl Check {
     pub fn over_series(&self) -> bool {
         self.across.is_some() || self.crossing.is_some()
     }
+
+    /// The other variant the value is relative to (`ratio_to` or
+    /// `minus`), if any.
+    pub fn baseline(&self) -> Option<&str> {
+        self.ratio_to.as_deref().or(self.minus.as_deref())
+    }
 }
 
 impl Check {
@@ -103,6 +114,9 @@ impl Check {
     pub fn problem(&self, variants: &[&str], series: &[&str]) -> Option<(&'static str, String)> {
         if self.at_least.is_none() && self.at_most.is_none() {
             return Some(("at_least", "give `at_least`, `at_most` or both".into()));
+        }
+        if self.ratio_to.is_some() && self.minus.is_some() {
+            return Some(("minus", "give `ratio_to` or `minus`, not both".into()));
         }
         if self.across.is_some() && self.crossing.is_some() {
             return Some(("crossing", "give `across` or `crossing`, not both".into()));
@@ -123,10 +137,13 @@ impl Check {
         if !known(&self.variant) {
             return Some(("variant", format!("no {what} is called {:?}", self.variant)));
         }
-        match &self.ratio_to {
-            Some(other) if !known(other) => {
-                Some(("ratio_to", format!("no {what} is called {other:?}")))
-            }
+        let field = if self.minus.is_some() {
+            "minus"
+        } else {
+            "ratio_to"
+        };
+        match self.baseline() {
+            Some(other) if !known(other) => Some((field, format!("no {what} is called {other:?}"))),
             _ => None,
         }
     }
@@ -134,11 +151,11 @@ impl Check {
     /// The bound in words: "≥ 3× QUIC e2e", "≤ 25", "0.95–1.05× …",
     /// "max ≤ 1.1".
     pub fn bound(&self) -> String {
-        let of = self
-            .ratio_to
-            .as_ref()
-            .map(|other| format!("× {other}"))
-            .unwrap_or_default();
+        let of = match (&self.ratio_to, &self.minus) {
+            (Some(other), _) => format!("× {other}"),
+            (None, Some(other)) => format!(" above {other}"),
+            (None, None) => String::new(),
+        };
         let which = match self.statistic {
             Statistic::Median => "",
             Statistic::Min => "min ",

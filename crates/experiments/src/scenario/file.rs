@@ -531,8 +531,8 @@ fn parse_check(
             "",
             &format!("{field}.{inner}"),
             &format!(
-                "{message} (a check has claim, metric, variant, optional ratio_to, at_least \
-                 and/or at_most, across or crossing)"
+                "{message} (a check has claim, metric, variant, optional ratio_to or minus, \
+                 at_least and/or at_most, across or crossing)"
             ),
         )
     })?;

@@ -36,8 +36,11 @@ impl CheckResult {
                 .and_then(|v| v.metrics.get(&check.metric))
                 .map(|spread| check.statistic.of(spread))
         };
-        let value = match (&check.ratio_to, median(&check.variant)) {
+        let value = match (check.baseline(), median(&check.variant)) {
             (None, value) => value,
+            (Some(other), Some(value)) if check.minus.is_some() => {
+                median(other).map(|base| value - base)
+            }
             (Some(other), Some(value)) => median(other)
                 .filter(|base| *base != 0.0)
                 .map(|base| value / base),
@@ -56,7 +59,7 @@ impl CheckResult {
             })
         };
         let not_run = value.is_none()
-            && (interrupted(&check.variant) || check.ratio_to.as_deref().is_some_and(interrupted));
+            && (interrupted(&check.variant) || check.baseline().is_some_and(interrupted));
         CheckResult {
             check: check.clone(),
             value,
@@ -101,6 +104,7 @@ pub fn table(results: &[CheckResult]) -> String {
         let check = &result.check;
         let value = match result.value {
             Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
+            Some(v) if check.minus.is_some() => format!("+{v:.3} ({})", check.metric),
             Some(v) => format!("{v:.3} ({})", check.metric),
             None => "no value".into(),
         };

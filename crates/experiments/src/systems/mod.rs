@@ -9,6 +9,7 @@
 //! feeds their controllers, and the metrics it reads back. Adding one is a
 //! module, a variant and an arm.
 
+mod forward;
 mod pemi;
 mod pep;
 mod router;
@@ -38,6 +39,10 @@ pub enum Middle {
     /// A plain router.
     #[default]
     Router,
+    /// A router in user space: in real mode the in-path driver carries
+    /// every datagram, with an engine that forwards it at once (the
+    /// driver's own cost, measured).
+    Forward,
     /// The split-connection QUIC proxy.
     Split(Split),
     /// A split-connection TCP PEP (PEPsal-like, transparent with nft
@@ -63,6 +68,7 @@ impl Middle {
     pub(crate) fn system(&self) -> &dyn System {
         match self {
             Middle::Router => &router::Router,
+            Middle::Forward => &forward::UserSpaceRouter,
             Middle::Split(split) => split,
             Middle::Pep => &pep::Pep,
             Middle::Sidekick(sidekick) => sidekick,

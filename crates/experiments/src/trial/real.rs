@@ -242,6 +242,7 @@ fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
         let io = stats
             .cpu_ns
             .saturating_sub(stats.engine_cpu_ns)
+            .saturating_sub(stats.cpu_clock_warmup_ns)
             .saturating_sub(calls.saturating_mul(stats.cpu_clock_outside_ns));
         result.set("middle_engine_ms", engine as f64 / 1e6);
         result.set("middle_io_ms", io as f64 / 1e6);
@@ -255,6 +256,10 @@ fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
                 .saturating_sub(timers.saturating_mul(stats.cpu_clock_inside_ns))
                 as f64
                 / 1e6,
+        );
+        result.set(
+            "middle_cpu_clock_warmup_ns",
+            stats.cpu_clock_warmup_ns as f64 / calls as f64,
         );
         result.set(
             "middle_cpu_clock_ns",
