@@ -30,6 +30,8 @@
 //! * `cold_forward`: `cold` through an engine that only forwards
 //!   ([`netsim::Forward`]): the floor any engine pays to take a datagram
 //!   and give it back;
+//! * `cold_l3`, `cold_l3_forward`: the same with L3 and the TLB evicted too
+//!   (a 64 MiB read), beyond the daemon's conditions;
 //! * `untracked`: UDP of no connection (a lookup miss and a header walk);
 //! * `clone_datagram`: the clone and drop of the prepared datagram alone.
 //!
@@ -276,6 +278,8 @@ fn evict(sweep: &[u8]) {
 }
 
 const SWEEP: usize = 8 << 20;
+/// Twice this machine's L3.
+const SWEEP_L3: usize = 64 << 20;
 
 #[divan::bench(args = [1, 100, 1000])]
 fn protected(bencher: Bencher<'_, '_>, conns: u32) {
@@ -346,6 +350,37 @@ fn cold_forward(bencher: Bencher<'_, '_>) {
     let sweep = vec![1u8; SWEEP];
     bencher
         .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            let input = feed.next();
+            evict(&sweep);
+            input
+        })
+        .bench_local_values(|input| deliver(&mut forward, input));
+}
+
+/// `cold` with the 32 MiB L3 evicted too (a 64 MiB read, which also
+/// empties the TLB): the bound beyond the daemon's conditions, where some
+/// of the engine's lines stay in L3 between packets.
+#[divan::bench(args = [1], sample_size = 1, sample_count = 400)]
+fn cold_l3(bencher: Bencher<'_, '_>, conns: u32) {
+    let Driver { mut pemi, mut feed } = Driver::new(conns, true);
+    let sweep = vec![1u8; SWEEP_L3];
+    bencher
+        .with_inputs(|| {
+            let input = feed.next();
+            evict(&sweep);
+            input
+        })
+        .bench_local_values(|input| deliver(&mut pemi, input));
+}
+
+/// `cold_l3` through the forwarder.
+#[divan::bench(sample_size = 1, sample_count = 400)]
+fn cold_l3_forward(bencher: Bencher<'_, '_>) {
+    let Driver { mut feed, .. } = Driver::new(1, true);
+    let mut forward = netsim::Forward::default();
+    let sweep = vec![1u8; SWEEP_L3];
+    bencher
         .with_inputs(|| {
             let input = feed.next();
             evict(&sweep);
