@@ -55,11 +55,14 @@ fn main() {
     let mut forward = Forward::default();
     let sweep = vec![1u8; SWEEP];
     for _ in 0..datagrams {
-        let input = feed.next();
+        // As in the daemon: the caches go cold between packets, then the
+        // driver builds the datagram (its payload a fresh copy) and hands
+        // it over.
         evict(&sweep);
         if warm {
             warm_stack();
         }
+        let input = feed.next();
         if engine == "pemi" {
             through_pemi(&mut pemi, input);
         } else {
