@@ -42,8 +42,8 @@ mod feed;
 
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
-use feed::{Driver, SERVER, SWEEP, SWEEP_L3, client, deliver, evict, short};
-use netsim::{Datagram, Interface, Middlebox, Time};
+use feed::{Driver, Feed, SERVER, SWEEP, SWEEP_L3, client, deliver, evict, short};
+use netsim::{Datagram, Forward, Interface, Middlebox, Time};
 use std::time::Duration;
 
 fn main() {
@@ -80,15 +80,7 @@ fn fresh(bencher: Bencher<'_, '_>, conns: u32) {
 #[divan::bench(args = [1, 100, 1000], sample_size = 1, sample_count = 3000)]
 fn cold(bencher: Bencher<'_, '_>, conns: u32) {
     let Driver { mut pemi, mut feed } = Driver::new(conns, true);
-    let sweep = vec![1u8; SWEEP];
-    bencher
-        .counter(ItemsCount::new(1usize))
-        .with_inputs(|| {
-            let input = feed.next();
-            evict(&sweep);
-            input
-        })
-        .bench_local_values(|input| deliver(&mut pemi, input));
+    cold_samples(bencher, &mut pemi, &mut feed, SWEEP, None);
     assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
 }
 
@@ -100,16 +92,7 @@ fn cold(bencher: Bencher<'_, '_>, conns: u32) {
 fn cold_data(bencher: Bencher<'_, '_>, conns: u32) {
     let Driver { mut pemi, mut feed } = Driver::new(conns, true);
     let mut warm = Driver::new(conns, true);
-    let sweep = vec![1u8; SWEEP];
-    bencher
-        .counter(ItemsCount::new(1usize))
-        .with_inputs(|| {
-            let input = feed.next();
-            evict(&sweep);
-            warm.step();
-            input
-        })
-        .bench_local_values(|input| deliver(&mut pemi, input));
+    cold_samples(bencher, &mut pemi, &mut feed, SWEEP, Some(&mut warm));
     assert!(pemi.stats().retransmissions > 0, "{:?}", pemi.stats());
 }
 
@@ -119,16 +102,7 @@ fn cold_data(bencher: Bencher<'_, '_>, conns: u32) {
 #[divan::bench(sample_size = 1, sample_count = 3000)]
 fn cold_forward(bencher: Bencher<'_, '_>) {
     let Driver { mut feed, .. } = Driver::new(1, true);
-    let mut forward = netsim::Forward::default();
-    let sweep = vec![1u8; SWEEP];
-    bencher
-        .counter(ItemsCount::new(1usize))
-        .with_inputs(|| {
-            let input = feed.next();
-            evict(&sweep);
-            input
-        })
-        .bench_local_values(|input| deliver(&mut forward, input));
+    cold_samples(bencher, &mut Forward::default(), &mut feed, SWEEP, None);
 }
 
 /// `cold` with the 32 MiB L3 evicted too (a 64 MiB read, which also
@@ -137,29 +111,38 @@ fn cold_forward(bencher: Bencher<'_, '_>) {
 #[divan::bench(args = [1], sample_size = 1, sample_count = 400)]
 fn cold_l3(bencher: Bencher<'_, '_>, conns: u32) {
     let Driver { mut pemi, mut feed } = Driver::new(conns, true);
-    let sweep = vec![1u8; SWEEP_L3];
-    bencher
-        .with_inputs(|| {
-            let input = feed.next();
-            evict(&sweep);
-            input
-        })
-        .bench_local_values(|input| deliver(&mut pemi, input));
+    cold_samples(bencher, &mut pemi, &mut feed, SWEEP_L3, None);
 }
 
 /// `cold_l3` through the forwarder.
 #[divan::bench(sample_size = 1, sample_count = 400)]
 fn cold_l3_forward(bencher: Bencher<'_, '_>) {
     let Driver { mut feed, .. } = Driver::new(1, true);
-    let mut forward = netsim::Forward::default();
-    let sweep = vec![1u8; SWEEP_L3];
+    cold_samples(bencher, &mut Forward::default(), &mut feed, SWEEP_L3, None);
+}
+
+/// One datagram of `feed` per sample through `engine`, the caches evicted
+/// first by reading `sweep` bytes (untimed); `warm`, if given, then takes
+/// a datagram of its own to bring the instructions back.
+fn cold_samples(
+    bencher: Bencher<'_, '_>,
+    engine: &mut impl Middlebox,
+    feed: &mut Feed,
+    sweep: usize,
+    mut warm: Option<&mut Driver>,
+) {
+    let sweep = vec![1u8; sweep];
     bencher
+        .counter(ItemsCount::new(1usize))
         .with_inputs(|| {
             let input = feed.next();
             evict(&sweep);
+            if let Some(warm) = warm.as_deref_mut() {
+                warm.step();
+            }
             input
         })
-        .bench_local_values(|input| deliver(&mut forward, input));
+        .bench_local_values(|input| deliver(engine, input));
 }
 
 /// What `cold` measures around nothing: the floor of one cold sample.
