@@ -82,6 +82,14 @@ pub struct Pemi {
     handshakes: VecDeque<(u32, u32)>,
     in_handshake: usize,
     wakes: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// The earlier of the tops of `wakes` and `expiry` (what
+    /// `poll_timeout` answers), kept as they change so that a datagram's
+    /// poll reads one field rather than two heaps' cache lines.
+    next_timeout: Option<Time>,
+    /// The slot of the last datagram's connection, checked against the
+    /// datagram's addresses before the hash lookup: consecutive datagrams
+    /// are often the same connection's, and its slot is read anyway.
+    last_slot: u32,
     /// `handle_timeout`'s list of the wakes due (kept for its allocation).
     due: Vec<(Time, u32, u32)>,
     expiry: BinaryHeap<Reverse<(Time, u32, u32)>>,
@@ -102,6 +110,8 @@ impl Pemi {
             handshakes: VecDeque::new(),
             in_handshake: 0,
             wakes: BinaryHeap::new(),
+            next_timeout: None,
+            last_slot: 0,
             due: Vec::new(),
             expiry: BinaryHeap::new(),
             probes: VecDeque::new(),
@@ -153,7 +163,9 @@ impl Pemi {
     }
 
     /// A new connection from `datagram`'s source; `None` if the table is
-    /// full of completed connections.
+    /// full of completed connections. Not inlined: the new [`Conn`]'s
+    /// 64-byte alignment would realign the caller's stack frame.
+    #[inline(never)]
     fn create(&mut self, now: Time, datagram: &Datagram) -> Option<u32> {
         if self.in_handshake >= self.config.max_handshakes {
             self.evict_oldest_handshake(now);
@@ -181,7 +193,7 @@ impl Pemi {
         self.index.insert(key(datagram.src, datagram.dst), slot);
         self.handshakes.push_back((slot, generation));
         self.in_handshake += 1;
-        self.expiry.push(Reverse((expiry, slot, generation)));
+        self.push_expiry(expiry, slot, generation);
         if self.expiry.len() > 2 * self.slots.len().max(64) {
             // Evicted connections leave their expiry behind until it is
             // due: under a flood of Initials that is one entry per Initial
@@ -191,6 +203,7 @@ impl Pemi {
             let slots = &self.slots;
             self.expiry
                 .retain(|&Reverse((_, s, g))| live(slots, s, g).is_some());
+            self.refresh_next_timeout();
         }
         self.parts.stats.connections += 1;
         self.parts.stats.tracked = self.index.len() as u64;
@@ -235,8 +248,10 @@ impl Pemi {
             self.in_handshake -= 1;
             self.parts.stats.handshakes += 1;
         }
-        let generation = self.slots[slot as usize].generation;
+        // The slot's generation is read only when needed: it is
+        // in a cache line of its own.
         if let (Some(to), Some(from)) = (asks.probe, self.config.probe_addr) {
+            let generation = self.slots[slot as usize].generation;
             let seq = self.next_seq;
             self.next_seq = self.next_seq.wrapping_add(1);
             let probe = Datagram::echo_request(
@@ -265,8 +280,35 @@ impl Pemi {
             && conn.scheduled.is_none_or(|s| wake < s)
         {
             conn.scheduled = Some(wake);
+            let generation = self.slots[slot as usize].generation;
             self.wakes.push(Reverse((wake, slot, generation)));
+            self.next_timeout = Some(self.next_timeout.map_or(wake, |t| t.min(wake)));
         }
+    }
+
+    fn push_expiry(&mut self, at: Time, slot: u32, generation: u32) {
+        self.expiry.push(Reverse((at, slot, generation)));
+        self.next_timeout = Some(self.next_timeout.map_or(at, |t| t.min(at)));
+    }
+
+    /// `next_timeout` from the heaps, after entries left them.
+    fn refresh_next_timeout(&mut self) {
+        let wake = self.wakes.peek().map(|Reverse((t, _, _))| *t);
+        let expiry = self.expiry.peek().map(|Reverse((t, _, _))| *t);
+        self.next_timeout = wake.into_iter().chain(expiry).min();
+    }
+
+    /// The slot of the connection with addresses `a` and `b`, if tracked.
+    fn find(&mut self, a: SocketAddr, b: SocketAddr) -> Option<u32> {
+        let last = self.slots.get(self.last_slot as usize);
+        if let Some(conn) = last.and_then(|s| s.conn.as_ref())
+            && key(conn.client, conn.server) == key(a, b)
+        {
+            return Some(self.last_slot);
+        }
+        let slot = *self.index.get(&key(a, b))?;
+        self.last_slot = slot;
+        Some(slot)
     }
 
     /// An ICMP message: the answer to one of our probes, or forwarded.
@@ -311,8 +353,8 @@ impl Middlebox for Pemi {
             return self.on_icmp(now, datagram);
         }
         self.parts.stats.datagrams += 1;
-        let slot = match self.index.get(&key(datagram.src, datagram.dst)) {
-            Some(&slot) => slot,
+        let slot = match self.find(datagram.src, datagram.dst) {
+            Some(slot) => slot,
             None if Self::opens_connection(&datagram) => match self.create(now, &datagram) {
                 Some(slot) => slot,
                 None => return self.forward(now, datagram),
@@ -369,7 +411,7 @@ impl Middlebox for Pemi {
             };
             let deadline = conn.expiry(&self.config);
             if deadline > now {
-                self.expiry.push(Reverse((deadline, slot, generation)));
+                self.push_expiry(deadline, slot, generation);
                 continue;
             }
             if conn.in_handshake() {
@@ -379,6 +421,7 @@ impl Middlebox for Pemi {
             }
             self.remove(now, slot);
         }
+        self.refresh_next_timeout();
     }
 
     fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
@@ -386,8 +429,6 @@ impl Middlebox for Pemi {
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
-        let wake = self.wakes.peek().map(|Reverse((t, _, _))| *t);
-        let expiry = self.expiry.peek().map(|Reverse((t, _, _))| *t);
-        wake.into_iter().chain(expiry).min()
+        self.next_timeout
     }
 }
