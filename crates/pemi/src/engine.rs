@@ -49,12 +49,16 @@ struct Probe {
 }
 
 /// What connections borrow while they handle an event.
+///
+/// `repr(C)`: what every datagram touches first, after [`Pemi`]'s own
+/// per-datagram fields (see there).
 #[derive(Default)]
+#[repr(C)]
 struct Parts {
-    out: VecDeque<Transmit>,
-    stats: PemiStats,
     buffered: usize,
     record: Option<Record>,
+    out: VecDeque<Transmit>,
+    stats: PemiStats,
     work: Work,
 }
 
@@ -73,29 +77,35 @@ impl Parts {
 }
 
 /// PEMI: a transparent in-path middlebox for unmodified QUIC.
+///
+/// Laid out for the cache (`repr(C)`, declaration order; 64-byte
+/// aligned): a datagram arriving after the engine's data left the cache
+/// fetches each line it touches, so the fields every datagram reads come
+/// first, then [`Parts`], whose per-datagram fields come first too.
+#[repr(C, align(64))]
 pub struct Pemi {
+    /// The earlier of the tops of `wakes` and `expiry` (what
+    /// `poll_timeout` answers), kept as they change so that a datagram's
+    /// poll reads one field rather than two heaps' cache lines.
+    next_timeout: Option<Time>,
+    slots: Vec<Slot>,
+    /// The slot of the last datagram's connection, checked against the
+    /// datagram's addresses before the hash lookup: consecutive datagrams
+    /// are often the same connection's, and its slot is read anyway.
+    last_slot: u32,
+    next_seq: u16,
+    parts: Parts,
     config: PemiConfig,
     index: HashMap<Key, u32, rustc_hash::FxBuildHasher>,
-    slots: Vec<Slot>,
     free: Vec<u32>,
     /// Connections in their handshake, oldest first (with stale entries).
     handshakes: VecDeque<(u32, u32)>,
     in_handshake: usize,
     wakes: BinaryHeap<Reverse<(Time, u32, u32)>>,
-    /// The earlier of the tops of `wakes` and `expiry` (what
-    /// `poll_timeout` answers), kept as they change so that a datagram's
-    /// poll reads one field rather than two heaps' cache lines.
-    next_timeout: Option<Time>,
-    /// The slot of the last datagram's connection, checked against the
-    /// datagram's addresses before the hash lookup: consecutive datagrams
-    /// are often the same connection's, and its slot is read anyway.
-    last_slot: u32,
     /// `handle_timeout`'s list of the wakes due (kept for its allocation).
     due: Vec<(Time, u32, u32)>,
     expiry: BinaryHeap<Reverse<(Time, u32, u32)>>,
     probes: VecDeque<Probe>,
-    next_seq: u16,
-    parts: Parts,
 }
 
 impl Pemi {
@@ -302,7 +312,7 @@ impl Pemi {
     fn find(&mut self, a: SocketAddr, b: SocketAddr) -> Option<u32> {
         let last = self.slots.get(self.last_slot as usize);
         if let Some(conn) = last.and_then(|s| s.conn.as_ref())
-            && key(conn.client, conn.server) == key(a, b)
+            && (conn.client == a && conn.server == b || conn.client == b && conn.server == a)
         {
             return Some(self.last_slot);
         }
