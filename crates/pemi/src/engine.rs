@@ -89,10 +89,6 @@ pub struct Pemi {
     /// poll reads one field rather than two heaps' cache lines.
     next_timeout: Option<Time>,
     slots: Vec<Slot>,
-    /// The slot of the last datagram's connection, checked against the
-    /// datagram's addresses before the hash lookup: consecutive datagrams
-    /// are often the same connection's, and its slot is read anyway.
-    last_slot: u32,
     next_seq: u16,
     parts: Parts,
     config: PemiConfig,
@@ -121,7 +117,6 @@ impl Pemi {
             in_handshake: 0,
             wakes: BinaryHeap::new(),
             next_timeout: None,
-            last_slot: 0,
             due: Vec::new(),
             expiry: BinaryHeap::new(),
             probes: VecDeque::new(),
@@ -308,19 +303,6 @@ impl Pemi {
         self.next_timeout = wake.into_iter().chain(expiry).min();
     }
 
-    /// The slot of the connection with addresses `a` and `b`, if tracked.
-    fn find(&mut self, a: SocketAddr, b: SocketAddr) -> Option<u32> {
-        let last = self.slots.get(self.last_slot as usize);
-        if let Some(conn) = last.and_then(|s| s.conn.as_ref())
-            && (conn.client == a && conn.server == b || conn.client == b && conn.server == a)
-        {
-            return Some(self.last_slot);
-        }
-        let slot = *self.index.get(&key(a, b))?;
-        self.last_slot = slot;
-        Some(slot)
-    }
-
     /// An ICMP message: the answer to one of our probes, or forwarded.
     fn on_icmp(&mut self, now: Time, datagram: Datagram) {
         self.parts.stats.not_udp += 1;
@@ -363,8 +345,8 @@ impl Middlebox for Pemi {
             return self.on_icmp(now, datagram);
         }
         self.parts.stats.datagrams += 1;
-        let slot = match self.find(datagram.src, datagram.dst) {
-            Some(slot) => slot,
+        let slot = match self.index.get(&key(datagram.src, datagram.dst)) {
+            Some(&slot) => slot,
             None if Self::opens_connection(&datagram) => match self.create(now, &datagram) {
                 Some(slot) => slot,
                 None => return self.forward(now, datagram),
