@@ -291,6 +291,7 @@ impl Pemi {
         }
     }
 
+    /// Has the table look at `slot` again at `at` (`next_timeout` kept).
     fn push_expiry(&mut self, at: Time, slot: u32, generation: u32) {
         self.expiry.push(Reverse((at, slot, generation)));
         self.next_timeout = Some(self.next_timeout.map_or(at, |t| t.min(at)));
