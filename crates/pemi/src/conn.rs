@@ -30,21 +30,31 @@ enum Handshake {
 }
 
 /// A connection PEMI tracks.
+///
+/// Laid out for the cache (`repr(C)`, declaration order; 64-byte
+/// aligned), as [`Protection`] is: what every datagram reads or writes
+/// fills the first lines, and each end's smoothed RTT (read for the
+/// end-to-end RTT) comes first in its [`RttEstimate`].
+#[repr(C, align(64))]
 pub(crate) struct Conn {
+    // Line 1: the lookup's and the side's.
     pub(crate) client: SocketAddr,
     pub(crate) server: SocketAddr,
-    pub(crate) created: Time,
+    // Line 2.
     pub(crate) last_seen: Time,
-    handshake: Handshake,
-    /// RTT between PEMI and each end ([`Side::index`]).
-    rtt: [RttEstimate; 2],
     /// Packets and bytes each end sent.
     packets: [u64; 2],
     bytes: [u64; 2],
-    dominant: Dominant,
     protection: Option<Box<Protection>>,
     /// The earliest wake-up the engine has scheduled for it.
     pub(crate) scheduled: Option<Time>,
+    // Line 3.
+    dominant: Dominant,
+    pub(crate) created: Time,
+    // Line 4, then the client's RTT in it and the server's in line 6.
+    handshake: Handshake,
+    /// RTT between PEMI and each end ([`Side::index`]).
+    rtt: [RttEstimate; 2],
 }
 
 /// What a connection asks of the engine after an event.
@@ -169,7 +179,7 @@ impl Conn {
             if let Some(mut old) = self.protection.take() {
                 old.release(env);
             }
-            self.protection = dominant.map(|sender| Box::new(Protection::new(sender, env.config)));
+            self.protection = dominant.map(|sender| Protection::boxed(sender, env.config));
         }
         let spin = summary.and_then(|s| s.spin);
         let Some((protection, mut path)) = self.protected() else {

@@ -36,7 +36,12 @@ enum Direction {
 }
 
 /// The Copa-derived window.
+///
+/// `repr(C)`: `last_down`, which every protected packet reads, last, in
+/// the line [`crate::protect::Protection`] shares with its other
+/// per-packet fields.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct Copa {
     cwnd: u64,
     velocity: u64,

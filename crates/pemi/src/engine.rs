@@ -49,12 +49,16 @@ struct Probe {
 }
 
 /// What connections borrow while they handle an event.
+///
+/// `repr(C)`: what every datagram touches first, after [`Pemi`]'s own
+/// per-datagram fields (see there).
 #[derive(Default)]
+#[repr(C)]
 struct Parts {
-    out: VecDeque<Transmit>,
-    stats: PemiStats,
     buffered: usize,
     record: Option<Record>,
+    out: VecDeque<Transmit>,
+    stats: PemiStats,
     work: Work,
 }
 
@@ -73,10 +77,22 @@ impl Parts {
 }
 
 /// PEMI: a transparent in-path middlebox for unmodified QUIC.
+///
+/// Laid out for the cache (`repr(C)`, declaration order; 64-byte
+/// aligned): a datagram arriving after the engine's data left the cache
+/// fetches each line it touches, so the fields every datagram reads come
+/// first, then [`Parts`], whose per-datagram fields come first too.
+#[repr(C, align(64))]
 pub struct Pemi {
+    /// The earlier of the tops of `wakes` and `expiry` (what
+    /// `poll_timeout` answers), kept as they change so that a datagram's
+    /// poll reads one field rather than two heaps' cache lines.
+    next_timeout: Option<Time>,
+    slots: Vec<Slot>,
+    next_seq: u16,
+    parts: Parts,
     config: PemiConfig,
     index: HashMap<Key, u32, rustc_hash::FxBuildHasher>,
-    slots: Vec<Slot>,
     free: Vec<u32>,
     /// Connections in their handshake, oldest first (with stale entries).
     handshakes: VecDeque<(u32, u32)>,
@@ -86,8 +102,6 @@ pub struct Pemi {
     due: Vec<(Time, u32, u32)>,
     expiry: BinaryHeap<Reverse<(Time, u32, u32)>>,
     probes: VecDeque<Probe>,
-    next_seq: u16,
-    parts: Parts,
 }
 
 impl Pemi {
@@ -102,6 +116,7 @@ impl Pemi {
             handshakes: VecDeque::new(),
             in_handshake: 0,
             wakes: BinaryHeap::new(),
+            next_timeout: None,
             due: Vec::new(),
             expiry: BinaryHeap::new(),
             probes: VecDeque::new(),
@@ -153,7 +168,9 @@ impl Pemi {
     }
 
     /// A new connection from `datagram`'s source; `None` if the table is
-    /// full of completed connections.
+    /// full of completed connections. Not inlined: the new [`Conn`]'s
+    /// 64-byte alignment would realign the caller's stack frame.
+    #[inline(never)]
     fn create(&mut self, now: Time, datagram: &Datagram) -> Option<u32> {
         if self.in_handshake >= self.config.max_handshakes {
             self.evict_oldest_handshake(now);
@@ -181,7 +198,7 @@ impl Pemi {
         self.index.insert(key(datagram.src, datagram.dst), slot);
         self.handshakes.push_back((slot, generation));
         self.in_handshake += 1;
-        self.expiry.push(Reverse((expiry, slot, generation)));
+        self.push_expiry(expiry, slot, generation);
         if self.expiry.len() > 2 * self.slots.len().max(64) {
             // Evicted connections leave their expiry behind until it is
             // due: under a flood of Initials that is one entry per Initial
@@ -191,6 +208,7 @@ impl Pemi {
             let slots = &self.slots;
             self.expiry
                 .retain(|&Reverse((_, s, g))| live(slots, s, g).is_some());
+            self.refresh_next_timeout();
         }
         self.parts.stats.connections += 1;
         self.parts.stats.tracked = self.index.len() as u64;
@@ -235,8 +253,10 @@ impl Pemi {
             self.in_handshake -= 1;
             self.parts.stats.handshakes += 1;
         }
-        let generation = self.slots[slot as usize].generation;
+        // The slot's generation is read only when needed: it is
+        // in a cache line of its own.
         if let (Some(to), Some(from)) = (asks.probe, self.config.probe_addr) {
+            let generation = self.slots[slot as usize].generation;
             let seq = self.next_seq;
             self.next_seq = self.next_seq.wrapping_add(1);
             let probe = Datagram::echo_request(
@@ -265,8 +285,23 @@ impl Pemi {
             && conn.scheduled.is_none_or(|s| wake < s)
         {
             conn.scheduled = Some(wake);
+            let generation = self.slots[slot as usize].generation;
             self.wakes.push(Reverse((wake, slot, generation)));
+            self.next_timeout = Some(self.next_timeout.map_or(wake, |t| t.min(wake)));
         }
+    }
+
+    /// Has the table look at `slot` again at `at` (`next_timeout` kept).
+    fn push_expiry(&mut self, at: Time, slot: u32, generation: u32) {
+        self.expiry.push(Reverse((at, slot, generation)));
+        self.next_timeout = Some(self.next_timeout.map_or(at, |t| t.min(at)));
+    }
+
+    /// `next_timeout` from the heaps, after entries left them.
+    fn refresh_next_timeout(&mut self) {
+        let wake = self.wakes.peek().map(|Reverse((t, _, _))| *t);
+        let expiry = self.expiry.peek().map(|Reverse((t, _, _))| *t);
+        self.next_timeout = wake.into_iter().chain(expiry).min();
     }
 
     /// An ICMP message: the answer to one of our probes, or forwarded.
@@ -369,7 +404,7 @@ impl Middlebox for Pemi {
             };
             let deadline = conn.expiry(&self.config);
             if deadline > now {
-                self.expiry.push(Reverse((deadline, slot, generation)));
+                self.push_expiry(deadline, slot, generation);
                 continue;
             }
             if conn.in_handshake() {
@@ -379,6 +414,7 @@ impl Middlebox for Pemi {
             }
             self.remove(now, slot);
         }
+        self.refresh_next_timeout();
     }
 
     fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
@@ -386,8 +422,6 @@ impl Middlebox for Pemi {
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
-        let wake = self.wakes.peek().map(|Reverse((t, _, _))| *t);
-        let expiry = self.expiry.peek().map(|Reverse((t, _, _))| *t);
-        wake.into_iter().chain(expiry).min()
+        self.next_timeout
     }
 }

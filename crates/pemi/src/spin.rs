@@ -24,17 +24,22 @@ pub(crate) const SAMPLES: usize = 4;
 pub(crate) const ERRATIC_LIMIT: u32 = 3;
 
 /// The spin values seen each way and the pending edge.
+///
+/// `repr(C)`: what every packet reads (the values seen, and whether the
+/// connection is trusted) first, in the line [`crate::protect::Protection`]
+/// shares with its other per-packet fields; the edges and samples after.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub(crate) struct Spin {
     sent: Option<bool>,
     reply: Option<bool>,
+    /// Flips too soon after the previous one in their direction.
+    erratic: u32,
     /// The pending protected-direction edge.
     edge: Option<Time>,
     /// The last flip each way, edge or not.
     last_sent_flip: Option<Time>,
     last_reply_flip: Option<Time>,
-    /// Flips too soon after the previous one in their direction.
-    erratic: u32,
     last_sample: Option<Time>,
     recent: [Option<Duration>; SAMPLES],
     next: usize,
