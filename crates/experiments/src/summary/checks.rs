@@ -104,7 +104,7 @@ pub fn table(results: &[CheckResult]) -> String {
         let check = &result.check;
         let value = match result.value {
             Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
-            Some(v) if check.minus.is_some() => format!("+{v:.3} ({})", check.metric),
+            Some(v) if check.minus.is_some() => format!("{v:+.3} ({})", check.metric),
             Some(v) => format!("{v:.3} ({})", check.metric),
             None => "no value".into(),
         };
