@@ -4,11 +4,12 @@
 //! arrive ~1 ms apart and find the engine's data gone (PEMI's Figure 13).
 //!
 //! ```sh
-//! cargo build --release -p pepkit-pemi --example cold_lines
+//! RUSTFLAGS="-C target-cpu=x86-64-v3" CARGO_TARGET_DIR=target/cachegrind \
+//!   cargo build --release -p pepkit-pemi --example cold_lines
 //! for engine in pemi forward; do
 //!   valgrind --tool=cachegrind --cache-sim=yes --LL=2097152,16,64 \
 //!     --cachegrind-out-file=/tmp/cg.$engine \
-//!     target/release/examples/cold_lines $engine 2000
+//!     target/cachegrind/release/examples/cold_lines $engine 2000
 //! done
 //! ```
 //!
@@ -19,9 +20,8 @@
 //! `--warm-stack` the stack below the caller is written after each sweep,
 //! so that only the heap's lines count. (The simulator's L1i is not
 //! evicted by data, so code misses are not counted. The workspace builds
-//! for the native CPU, whose AVX-512 valgrind 3.19 cannot decode: build
-//! the example with `RUSTFLAGS="-C target-cpu=x86-64-v3"
-//! CARGO_TARGET_DIR=target/cachegrind`.)
+//! for the native CPU, whose AVX-512 valgrind 3.19 cannot decode, hence
+//! the portable build in a directory of its own.)
 
 #[path = "../benches/feed/mod.rs"]
 mod feed;
