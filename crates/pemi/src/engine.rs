@@ -287,21 +287,31 @@ impl Pemi {
             conn.scheduled = Some(wake);
             let generation = self.slots[slot as usize].generation;
             self.wakes.push(Reverse((wake, slot, generation)));
-            self.next_timeout = Some(self.next_timeout.map_or(wake, |t| t.min(wake)));
+            self.timer_at(wake);
         }
     }
 
     /// Has the table look at `slot` again at `at` (`next_timeout` kept).
     fn push_expiry(&mut self, at: Time, slot: u32, generation: u32) {
         self.expiry.push(Reverse((at, slot, generation)));
+        self.timer_at(at);
+    }
+
+    /// An entry at `at` joined one of the heaps.
+    fn timer_at(&mut self, at: Time) {
         self.next_timeout = Some(self.next_timeout.map_or(at, |t| t.min(at)));
     }
 
     /// `next_timeout` from the heaps, after entries left them.
     fn refresh_next_timeout(&mut self) {
+        self.next_timeout = self.heaps_next();
+    }
+
+    /// The earlier of the heaps' tops, read from the heaps.
+    fn heaps_next(&self) -> Option<Time> {
         let wake = self.wakes.peek().map(|Reverse((t, _, _))| *t);
         let expiry = self.expiry.peek().map(|Reverse((t, _, _))| *t);
-        self.next_timeout = wake.into_iter().chain(expiry).min();
+        wake.into_iter().chain(expiry).min()
     }
 
     /// An ICMP message: the answer to one of our probes, or forwarded.
@@ -422,6 +432,7 @@ impl Middlebox for Pemi {
     }
 
     fn poll_timeout(&mut self) -> Option<Time> {
+        debug_assert_eq!(self.next_timeout, self.heaps_next());
         self.next_timeout
     }
 }
