@@ -18,8 +18,10 @@
 //! the datagrams is what PEMI fetches per datagram beyond taking it and
 //! giving it back; `cg_diff` of the two output files says where. With
 //! `--warm-stack` the stack below the caller is written after each sweep,
-//! so that only the heap's lines count. (The simulator's L1i is not
-//! evicted by data, so code misses are not counted. The workspace builds
+//! so that only the heap's lines count. The simulator's L1i is not
+//! evicted by data: to count the code lines a datagram runs, add
+//! `--I1=1024,2,64` (every line then misses L1i, and the swept last
+//! level) and compare `LLi misses`. (The workspace builds
 //! for the native CPU, whose AVX-512 valgrind 3.19 cannot decode, hence
 //! the portable build in a directory of its own.)
 
