@@ -192,7 +192,7 @@ pub(crate) struct FlowNames {
     /// Put before `client` and `server` in errors: empty, or `<name> `.
     pub who: String,
     /// Whether this flow's data sender's time series is recorded (only
-    /// one flow's: the first).
+    /// one flow's: the scenario's `sample_flow`).
     pub series: bool,
     /// A named flow's index (seed labels of its engines end in `/<index>`).
     pub index: Option<usize>,
@@ -209,12 +209,13 @@ impl FlowNames {
         }
     }
 
-    /// The names of flow `index` called `name` on a dumbbell.
-    pub(crate) fn named(index: usize, name: &str) -> FlowNames {
+    /// The names of flow `index` called `name` on a dumbbell, and whether
+    /// its series is the one recorded.
+    pub(crate) fn named(index: usize, name: &str, series: bool) -> FlowNames {
         FlowNames {
             suffix: format!("_{}", slug(name)),
             who: format!("{name} "),
-            series: index == 0,
+            series,
             index: Some(index),
         }
     }
@@ -480,7 +481,7 @@ mod tests {
 
     #[test]
     fn flow_names_suffix_metrics_and_errors() {
-        let flow = FlowNames::named(1, "Flow B");
+        let flow = FlowNames::named(1, "Flow B", false);
         assert_eq!(flow.metric("goodput_mbps"), "goodput_mbps_flow-b");
         assert_eq!(flow.who("client"), "Flow B client");
         assert!(!flow.series);

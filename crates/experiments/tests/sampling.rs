@@ -88,6 +88,23 @@ fn sampling_a_tunnel_run_does_not_change_it() {
             let samples = series[field].as_array().map_or(0, Vec::len);
             assert!(samples > 20, "{variant}: {samples} samples of {field}");
         }
+        if variant != "MFT" {
+            // The outer connection's window and flight (MFT's runs none).
+            let largest = |field: &str| {
+                series[field]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .fold(0.0, f64::max)
+            };
+            let (cwnd, flight) = (largest("tunnel_cwnd_kb"), largest("tunnel_in_flight_kb"));
+            assert!(flight > 1.0, "{variant}: tunnel flight {flight} kB");
+            assert!(
+                cwnd >= flight / 2.0,
+                "{variant}: window {cwnd} kB, flight {flight} kB"
+            );
+        }
         // Everything but the series: metrics (the FCT among them), distributions, links,
         // the number of simulator events.
         plain.as_object_mut().unwrap().remove("series");
@@ -95,4 +112,94 @@ fn sampling_a_tunnel_run_does_not_change_it() {
         assert!(plain["metrics"]["completion_s"].as_f64().unwrap() > 0.0);
         assert_eq!(plain, sampled, "{variant}: sampling changed the run");
     }
+}
+
+/// Two flows through one tunnel server, a near and a far client.
+const TWO_FLOWS: &str = r#"
+name = "two-flows"
+title = "Two flows through one tunnel"
+trials = 1
+time_limit = "60s"
+max_udp_payload = 1200
+sample_interval = "100ms"
+path = ["access", "tunnel"]
+middle_after = "tunnel"
+middle = { kind = "tecc", mode = "tecc" }
+[client]
+addr = "10.0.2.10"
+controller = "bbr"
+[server]
+addr = "10.0.1.10"
+controller = "tecc"
+[hops.access]
+delay = "5ms"
+rate = "100Mbit/s"
+[hops.tunnel]
+delay = "5ms"
+rate = "10Mbit/s"
+buffer = { kind = "drop_tail", packets = 100 }
+[workload]
+kind = "bulk"
+direction = "download"
+size = "1MB"
+[[flows]]
+name = "near"
+middle = true
+client_delay = "5ms"
+server_delay = "10ms"
+[[flows]]
+name = "far"
+middle = true
+client_delay = "60ms"
+server_delay = "10ms"
+"#;
+
+/// The one trial of `text`.
+fn only_trial(text: &str) -> experiments::TrialResult {
+    let file = ScenarioFile::parse(text, PathBuf::from("two-flows.toml")).unwrap();
+    let results = experiments::run(&file, &RunOptions::default(), &mut Progress::silent()).unwrap();
+    results.trials.into_iter().flatten().next().unwrap()
+}
+
+/// The median and the smallest value of a series column.
+fn median_and_min(trial: &experiments::TrialResult, field: &str) -> (f64, f64) {
+    let mut values = trial.series[field].clone();
+    assert!(values.len() > 5, "{field}: {} samples", values.len());
+    values.sort_by(f64::total_cmp);
+    (values[values.len() / 2], values[0])
+}
+
+#[test]
+fn sample_flow_records_the_named_flows_series_and_changes_nothing_else() {
+    let near = only_trial(TWO_FLOWS);
+    let far = only_trial(&TWO_FLOWS.replace(
+        "sample_interval = \"100ms\"",
+        "sample_interval = \"100ms\"\nsample_flow = \"far\"",
+    ));
+    // The far client is 110 ms of round trip further from the tunnel
+    // server and from the server: both connections' RTTs say whose they
+    // are (the tunnel's by its median; the end-to-end one, which also
+    // waits in the tunnel's queue, by its smallest).
+    let (near_tunnel, far_tunnel) = (
+        median_and_min(&near, "tunnel_srtt_ms").0,
+        median_and_min(&far, "tunnel_srtt_ms").0,
+    );
+    assert!(
+        near_tunnel < 80.0 && far_tunnel > 120.0,
+        "tunnel srtt: near {near_tunnel}, far {far_tunnel}"
+    );
+    let (near_e2e, far_e2e) = (
+        median_and_min(&near, "srtt_ms").1,
+        median_and_min(&far, "srtt_ms").1,
+    );
+    assert!(
+        near_e2e < 120.0 && far_e2e > 150.0,
+        "server srtt: near {near_e2e}, far {far_e2e}"
+    );
+    assert!(far.metrics["completion_s_far"] > 0.0);
+    assert_eq!(
+        near.metrics, far.metrics,
+        "which flow is sampled changed the run"
+    );
+    assert_eq!(near.links, far.links);
 }

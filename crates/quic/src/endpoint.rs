@@ -459,12 +459,8 @@ impl<A: App> Core<A> {
             channel.exchange(now, &mut c.conn);
         }
         if !c.drained && !c.conn.is_closed() {
-            c.app.drive(&mut Session::new(
-                &mut c.conn,
-                now,
-                instant,
-                c.gauge.packets(),
-            ));
+            c.app
+                .drive(&mut Session::new(&mut c.conn, now, instant, &c.gauge));
         }
         if c.conn.is_closed() {
             c.record.closed_at.get_or_insert(now);

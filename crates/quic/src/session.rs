@@ -1,7 +1,7 @@
 //! What a workload sees of its connection: streams and close, in our own
 //! types, so that workloads do not depend on the QUIC library.
 
-use crate::probe::{PacketEvent, PacketLog};
+use crate::probe::{InFlightGauge, PacketEvent, PacketLog};
 use bytes::Bytes;
 use netsim::{Rate, Time};
 use noq_proto::{
@@ -52,7 +52,7 @@ pub struct Session<'a> {
     conn: &'a mut Connection,
     now: Time,
     instant: Instant,
-    packets: Option<&'a PacketLog>,
+    gauge: &'a InFlightGauge,
 }
 
 impl<'a> Session<'a> {
@@ -60,13 +60,13 @@ impl<'a> Session<'a> {
         conn: &'a mut Connection,
         now: Time,
         instant: Instant,
-        packets: Option<&'a PacketLog>,
+        gauge: &'a InFlightGauge,
     ) -> Session<'a> {
         Session {
             conn,
             now,
             instant,
-            packets,
+            gauge,
         }
     }
 
@@ -161,14 +161,14 @@ impl<'a> Session<'a> {
     /// (nothing unless the endpoint was built with
     /// [`crate::QuicConfig::with_packet_log`]).
     pub fn take_packet_events(&mut self, out: &mut Vec<PacketEvent>) {
-        if let Some(log) = self.packets {
+        if let Some(log) = self.gauge.packets() {
             log.drain_into(out);
         }
     }
 
     /// The connection's minimum RTT, once known (needs the packet log).
     pub fn min_rtt(&self) -> Option<Duration> {
-        self.packets.and_then(PacketLog::min_rtt)
+        self.gauge.packets().and_then(PacketLog::min_rtt)
     }
 
     /// The peer's address (of the connection's first path).
@@ -193,6 +193,12 @@ impl<'a> Session<'a> {
             .congestion_state(PathId::ZERO)
             .and_then(|cc| cc.metrics().pacing_rate)
             .map(|bytes_per_sec| Rate::from_bps(bytes_per_sec.saturating_mul(8)))
+    }
+
+    /// Bytes in flight as the congestion controller counts them (noq-proto
+    /// does not expose its own count).
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.gauge.bytes()
     }
 
     /// The controller's congestion window, bytes.

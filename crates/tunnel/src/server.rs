@@ -52,6 +52,10 @@ pub struct ServerSample {
     pub pacing: Option<Rate>,
     /// Its smoothed RTT.
     pub srtt: Duration,
+    /// Its congestion window, bytes.
+    pub cwnd: u64,
+    /// Its bytes in flight: at the window, the tunnel is window-limited.
+    pub in_flight: u64,
 }
 
 /// What a server connection counted.
@@ -208,6 +212,11 @@ impl ServerApp {
     /// The samples of the sending state.
     pub fn samples(&self) -> &[ServerSample] {
         &self.samples
+    }
+
+    /// The tunnel client's address, once the connection is established.
+    pub fn client(&self) -> Option<SocketAddr> {
+        self.client
     }
 
     /// When the application wants to be driven (the sampler's cycle; never
@@ -429,6 +438,8 @@ impl ServerApp {
                 queue_bytes: self.queue_bytes() as u64,
                 pacing: session.pacing_rate(),
                 srtt: session.smoothed_rtt(),
+                cwnd: session.congestion_window(),
+                in_flight: session.bytes_in_flight(),
             });
         }
     }

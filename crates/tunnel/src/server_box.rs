@@ -8,7 +8,7 @@ use crate::server::{ServerApp, ServerSample, ServerShared, ServerStats};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, EmbeddedEndpoint, QuicConfig};
 use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Target-facing ports given to each connection.
 const PORTS_PER_CONNECTION: u16 = 16;
@@ -71,9 +71,13 @@ impl TunnelServer {
             .collect()
     }
 
-    /// Each connection's samples of its sending state.
-    pub fn samples(&self) -> Vec<&[ServerSample]> {
-        self.endpoint.apps().map(ServerApp::samples).collect()
+    /// The samples of its sending state of the connection from a tunnel
+    /// client on `client` (the first, if several), if any came.
+    pub fn samples_from(&self, client: IpAddr) -> Option<&[ServerSample]> {
+        self.endpoint
+            .apps()
+            .find(|app| app.client().is_some_and(|addr| addr.ip() == client))
+            .map(ServerApp::samples)
     }
 
     /// Each connection's record.

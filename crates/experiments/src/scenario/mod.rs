@@ -65,6 +65,9 @@ pub struct Scenario {
     pub max_udp_payload: Option<u16>,
     /// Sample the data sender's connection at this interval.
     pub sample_interval: Option<Duration>,
+    /// The index of the flow whose samples are recorded (`sample_flow`,
+    /// by name; 0 unless it names another).
+    pub sample_flow: usize,
     /// The hops from the client to the server.
     pub path: Vec<Hop>,
     /// What runs on the middle node `middle_at`.

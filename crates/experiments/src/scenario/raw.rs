@@ -32,6 +32,10 @@ pub(crate) struct RawScenario {
     pub max_udp_payload: Option<u16>,
     #[serde(default)]
     pub sample_interval: Option<Span>,
+    /// The flow whose data sender's samples are recorded, by name
+    /// (default: the first).
+    #[serde(default)]
+    pub sample_flow: Option<String>,
     pub client: RawEndpoint,
     pub server: RawEndpoint,
     pub path: Vec<String>,

@@ -96,6 +96,7 @@ impl RawScenario {
                 flows: self.dumbbell_flows(middle_at)?,
             },
         };
+        let sample_flow = self.sample_flow(&traffic)?;
         let measure = self.measure()?;
         let phases = self.phases()?;
         let rtt_intervals = self.rtt_intervals()?;
@@ -113,6 +114,7 @@ impl RawScenario {
             time_limit: self.time_limit.0,
             max_udp_payload: self.max_udp_payload,
             sample_interval: self.sample_interval.map(|span| span.0),
+            sample_flow,
             path,
             middle: self.middle,
             middle_at,
@@ -181,6 +183,37 @@ impl RawScenario {
             );
         }
         Ok(())
+    }
+
+    /// The index of the flow `sample_flow` names, among `traffic`'s.
+    fn sample_flow(&self, traffic: &Traffic) -> Result<usize, Problem> {
+        let Some(name) = &self.sample_flow else {
+            return Ok(0);
+        };
+        if self.sample_interval.is_none() {
+            return fail("sample_flow", "needs `sample_interval`");
+        }
+        let flows = match traffic {
+            Traffic::Hosts {
+                topology: Topology::Dumbbell,
+                flows,
+            } => flows,
+            _ => return fail("sample_flow", "names one of the [[flows]]; there are none"),
+        };
+        if let Some(index) = flows.iter().position(|f| f.name.as_ref() == Some(name)) {
+            return Ok(index);
+        }
+        let names: Vec<String> = flows
+            .iter()
+            .filter_map(|flow| flow.name.as_ref().map(|n| format!("{n:?}")))
+            .collect();
+        fail(
+            "sample_flow",
+            format!(
+                "no flow is called {name:?}; the flows: {}",
+                names.join(", ")
+            ),
+        )
     }
 
     /// The measurement window: within the run.

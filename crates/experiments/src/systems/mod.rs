@@ -282,8 +282,15 @@ pub(crate) trait System {
 
     /// Derives metrics (and time-series columns) of its own from
     /// everything the trial recorded, its engine's and the workload's,
-    /// once per trial, last.
-    fn derive(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
+    /// once per trial, last; `sampled` is the client address of the flow
+    /// whose series is recorded.
+    fn derive(
+        &self,
+        _engine: Option<&dyn Middlebox>,
+        _sampled: Option<SocketAddr>,
+        _result: &mut TrialResult,
+    ) {
+    }
 
     /// A served flow after the trial: records what it put beside the
     /// client and returns the workload's own client host and the

@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use tunnel::{
-    AllowList, Mode, RateSource, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
-    TunnelServerConfig, TunnelSettings, UriTemplate,
+    AllowList, Mode, RateSource, ServerSample, ServerShared, TunnelClientConfig, TunnelClientHost,
+    TunnelServer, TunnelServerConfig, TunnelSettings, UriTemplate,
 };
 
 /// The tunnel server's address (not on any host's subnet).
@@ -235,35 +235,43 @@ impl Tecc {
 /// A client with the tunnel client beside it.
 type Wrapped = TunnelClientHost<Box<dyn Host>>;
 
-/// The tunnel server's sending state (its first connection's: TECC Figure
-/// 4) as columns beside the data sender's series, at the same instants:
-/// each row takes the tunnel's last sample at or before it.
-fn add_tunnel_series(server: &TunnelServer, result: &mut TrialResult) {
+/// One column of the tunnel's series: its value in a sample.
+type Column = fn(&ServerSample) -> f64;
+
+/// The tunnel server's sending state (TECC Figure 4) on the connection
+/// from the tunnel client on `client` (the sampled flow's) as columns beside
+/// the data sender's series, at the same instants: each row takes the
+/// tunnel's last sample at or before it.
+fn add_tunnel_series(server: &TunnelServer, client: IpAddr, result: &mut TrialResult) {
     let Some(times) = result.series.get("t_s").cloned() else {
         return;
     };
-    let samples = server.samples();
-    let Some(samples) = samples.first().filter(|s| !s.is_empty()) else {
+    let Some(samples) = server.samples_from(client).filter(|s| !s.is_empty()) else {
         return;
     };
-    let (mut queue, mut pacing, mut srtt) = (Vec::new(), Vec::new(), Vec::new());
+    let columns: [(&str, Column); 5] = [
+        ("tunnel_queue_kb", |s| s.queue_bytes as f64 / 1000.0),
+        ("tunnel_pacing_mbps", |s| {
+            s.pacing.map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6)
+        }),
+        ("tunnel_srtt_ms", |s| s.srtt.as_secs_f64() * 1000.0),
+        ("tunnel_cwnd_kb", |s| s.cwnd as f64 / 1000.0),
+        ("tunnel_in_flight_kb", |s| s.in_flight as f64 / 1000.0),
+    ];
+    let mut values = vec![Vec::with_capacity(times.len()); columns.len()];
     let mut next = 0;
     for t in times {
         while samples.get(next).is_some_and(|s| s.at.as_secs_f64() <= t) {
             next += 1;
         }
         let sample = next.checked_sub(1).map(|i| &samples[i]);
-        queue.push(sample.map_or(0.0, |s| s.queue_bytes as f64 / 1000.0));
-        pacing.push(
-            sample
-                .and_then(|s| s.pacing)
-                .map_or(0.0, |r| r.bits_per_sec() as f64 / 1e6),
-        );
-        srtt.push(sample.map_or(0.0, |s| s.srtt.as_secs_f64() * 1000.0));
+        for ((_, read), column) in columns.iter().zip(&mut values) {
+            column.push(sample.map_or(0.0, read));
+        }
     }
-    result.series.insert("tunnel_queue_kb".into(), queue);
-    result.series.insert("tunnel_pacing_mbps".into(), pacing);
-    result.series.insert("tunnel_srtt_ms".into(), srtt);
+    for ((name, _), column) in columns.iter().zip(values) {
+        result.series.insert((*name).into(), column);
+    }
 }
 
 impl System for Tecc {
@@ -356,9 +364,14 @@ impl System for Tecc {
         result.set("tunnel_refused", sum(&|s| s.refused));
     }
 
-    fn derive(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {
-        if let Some(server) = engine_as::<TunnelServer>(engine) {
-            add_tunnel_series(server, result);
+    fn derive(
+        &self,
+        engine: Option<&dyn Middlebox>,
+        sampled: Option<SocketAddr>,
+        result: &mut TrialResult,
+    ) {
+        if let (Some(server), Some(client)) = (engine_as::<TunnelServer>(engine), sampled) {
+            add_tunnel_series(server, client.ip(), result);
         }
         // Rates over the packets the end-to-end sender sent (a one-flow
         // chain): TECC Figure 3's overall retransmission rate, the tunnel's

@@ -353,7 +353,8 @@ pub(crate) fn collect(
         add_window_metrics(prepared, flows, result);
     }
     add_group_means(flows, result);
-    system.derive(middle, result);
+    let sampled = flows.iter().find(|flow| flow.names.series);
+    system.derive(middle, sampled.map(|flow| flow.addrs.0), result);
 }
 
 /// A Linux TCP flow's throughput over the measurement window and its
@@ -500,7 +501,7 @@ fn add_alone(scenario: &Scenario, result: &mut TrialResult, alone: &TrialResult)
         let (true, Some(name)) = (flow.alone, &flow.name) else {
             continue;
         };
-        let names = FlowNames::named(index, name);
+        let names = FlowNames::named(index, name, false);
         let phases = scenario.phases.iter().map(|phase| {
             (
                 format!("throughput_mbps_{}", phase.name),

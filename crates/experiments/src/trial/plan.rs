@@ -102,11 +102,12 @@ fn transport_window(scenario: &Scenario) -> Option<u64> {
     Some(needed.max(NOQ_WINDOWS.1))
 }
 
-/// How flow `index` is named: a chain's one flow is unnamed.
-fn names(index: usize, flow: &Flow) -> FlowNames {
+/// How flow `index` is named (a chain's one flow is unnamed), and
+/// whether its series is recorded.
+fn names(scenario: &Scenario, index: usize, flow: &Flow) -> FlowNames {
     match &flow.name {
         None => FlowNames::single(),
-        Some(name) => FlowNames::named(index, name),
+        Some(name) => FlowNames::named(index, name, index == scenario.sample_flow),
     }
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     let system = scenario.middle.system();
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
-        let names = names(index, flow);
+        let names = names(scenario, index, flow);
         if let Some(congestion) = &flow.kernel_tcp {
             let amount = match (flow.amount, &scenario.workload_of(flow)) {
                 (Some(amount), _) => amount,
