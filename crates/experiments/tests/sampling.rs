@@ -161,12 +161,13 @@ fn only_trial(text: &str) -> experiments::TrialResult {
     results.trials.into_iter().flatten().next().unwrap()
 }
 
-/// The median and the smallest value of a series column.
-fn median_and_min(trial: &experiments::TrialResult, field: &str) -> (f64, f64) {
+/// The median (`pick` 0) or the smallest value (`pick` 1) of a series
+/// column.
+fn statistic(trial: &experiments::TrialResult, field: &str, pick: usize) -> f64 {
     let mut values = trial.series[field].clone();
     assert!(values.len() > 5, "{field}: {} samples", values.len());
     values.sort_by(f64::total_cmp);
-    (values[values.len() / 2], values[0])
+    [values[values.len() / 2], values[0]][pick]
 }
 
 #[test]
@@ -180,22 +181,16 @@ fn sample_flow_records_the_named_flows_series_and_changes_nothing_else() {
     // server and from the server: both connections' RTTs say whose they
     // are (the tunnel's by its median; the end-to-end one, which also
     // waits in the tunnel's queue, by its smallest).
-    let (near_tunnel, far_tunnel) = (
-        median_and_min(&near, "tunnel_srtt_ms").0,
-        median_and_min(&far, "tunnel_srtt_ms").0,
-    );
-    assert!(
-        near_tunnel < 80.0 && far_tunnel > 120.0,
-        "tunnel srtt: near {near_tunnel}, far {far_tunnel}"
-    );
-    let (near_e2e, far_e2e) = (
-        median_and_min(&near, "srtt_ms").1,
-        median_and_min(&far, "srtt_ms").1,
-    );
-    assert!(
-        near_e2e < 120.0 && far_e2e > 150.0,
-        "server srtt: near {near_e2e}, far {far_e2e}"
-    );
+    for (field, pick, near_below, far_above) in [
+        ("tunnel_srtt_ms", 0, 80.0, 120.0),
+        ("srtt_ms", 1, 120.0, 150.0),
+    ] {
+        let (near, far) = (statistic(&near, field, pick), statistic(&far, field, pick));
+        assert!(
+            near < near_below && far > far_above,
+            "{field}: near {near}, far {far}"
+        );
+    }
     assert!(far.metrics["completion_s_far"] > 0.0);
     assert_eq!(
         near.metrics, far.metrics,
