@@ -288,6 +288,28 @@ impl Conn {
         protection.next_wake(config, &path)
     }
 
+    /// Whether [`Conn::on_timer`] would change nothing if called at any
+    /// time from `now` until `wake` (for ever, if `None`) with no event
+    /// between, so that a wake-up scheduled before `wake` can move to it.
+    /// [`Conn::next_wake`] covers the protection's deadlines; left is the
+    /// probes' bookkeeping in [`Conn::probe_due`]: a probe not yet armed
+    /// goes out at the first timer call of an active connection, and a
+    /// spinning one's pending probe is dropped at the first call while it
+    /// spins. Spinning stops only with time, and starts, like activity,
+    /// only with a datagram.
+    pub(crate) fn idle_until(&self, config: &PemiConfig, now: Time, wake: Option<Time>) -> bool {
+        if config.probe_addr.is_none() {
+            return true;
+        }
+        let Some(protection) = self.protection.as_deref() else {
+            return true;
+        };
+        match protection.spin.spinning_until(now, 4 * self.e2e()) {
+            Some(until) => protection.next_probe.is_none() && wake.is_some_and(|w| w <= until),
+            None => protection.next_probe.is_some() || protection.active_until < now,
+        }
+    }
+
     /// When the table should look at it again: the end of its handshake
     /// timeout or of its idle timeout.
     pub(crate) fn expiry(&self, config: &PemiConfig) -> Time {

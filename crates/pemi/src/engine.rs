@@ -18,6 +18,7 @@ use crate::stats::{PemiStats, Record};
 use crate::wire::{self, LongType, MIN_INITIAL_DATAGRAM};
 use netsim::{Datagram, Interface, Middlebox, Protocol, Time, Transmit};
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddr;
 
@@ -281,14 +282,51 @@ impl Pemi {
         let Some(conn) = self.slots[slot as usize].conn.as_mut() else {
             return;
         };
-        if let Some(wake) = conn.next_wake(&self.config)
-            && conn.scheduled.is_none_or(|s| wake < s)
-        {
-            conn.scheduled = Some(wake);
-            let generation = self.slots[slot as usize].generation;
-            self.wakes.push(Reverse((wake, slot, generation)));
-            self.timer_at(wake);
+        let wake = conn.next_wake(&self.config);
+        match (wake, conn.scheduled) {
+            (Some(wake), scheduled) if scheduled.is_none_or(|s| wake < s) => {
+                conn.scheduled = Some(wake);
+                let generation = self.slots[slot as usize].generation;
+                self.wakes.push(Reverse((wake, slot, generation)));
+                self.timer_at(wake);
+            }
+            // Its work moved later (a flowlet that grew, most often): the
+            // wake-up it has would find nothing to do. Moved when it is
+            // the engine's next one, so that the engine does not wake for
+            // nothing; otherwise left, to find nothing.
+            (_, Some(scheduled))
+                if wake != Some(scheduled) && conn.idle_until(&self.config, now, wake) =>
+            {
+                self.defer_wake(slot, scheduled, wake);
+            }
+            _ => {}
         }
+    }
+
+    /// Moves `slot`'s wake-up at `scheduled` to `wake` (drops it, for
+    /// `None`) if it is the next of all.
+    fn defer_wake(&mut self, slot: u32, scheduled: Time, wake: Option<Time>) {
+        let entry = &mut self.slots[slot as usize];
+        let generation = entry.generation;
+        let Some(mut top) = self.wakes.peek_mut() else {
+            return;
+        };
+        if top.0 != (scheduled, slot, generation) {
+            return;
+        }
+        match wake {
+            Some(at) => {
+                top.0.0 = at;
+                drop(top); // sifts it down
+            }
+            None => {
+                PeekMut::pop(top);
+            }
+        }
+        if let Some(conn) = entry.conn.as_mut() {
+            conn.scheduled = wake;
+        }
+        self.refresh_next_timeout();
     }
 
     /// Has the table look at `slot` again at `at` (`next_timeout` kept).

@@ -78,6 +78,13 @@ impl Spin {
         self.honest() && self.last_sample.is_some_and(|t| now - t <= window)
     }
 
+    /// The last instant through which [`Spin::spinning`] holds for
+    /// `window`, if it holds at `now`: only a new sample moves it later.
+    pub(crate) fn spinning_until(&self, now: Time, window: Duration) -> Option<Time> {
+        let last = self.last_sample.filter(|_| self.spinning(now, window))?;
+        Some(last + window)
+    }
+
     fn honest(&self) -> bool {
         self.erratic < ERRATIC_LIMIT
     }

@@ -125,6 +125,37 @@ fn a_flowlet_that_can_still_grow_is_not_finished() {
     assert!(h.copies().is_empty());
 }
 
+/// Wake-ups of the engine while a flowlet of 40 packets 1 ms apart, each
+/// acknowledged 10.5 ms later, grows (from 400 ms to the last packet).
+fn wakes_while_a_flowlet_grows(mut h: Harness) -> u32 {
+    h.advance(at_ms(400.0));
+    let before = h.wakes;
+    let mut events = Vec::new();
+    for k in 0..40u32 {
+        let t = 400.0 + f64::from(k);
+        events.push((at_ms(t), SERVER_SIDE, data(1000 + k)));
+        events.push((at_ms(t + 10.5), CLIENT_SIDE, ack(1000 + k)));
+    }
+    events.retain(|(t, _, _)| *t <= at_ms(439.0));
+    h.play(events);
+    h.wakes - before
+}
+
+/// Each packet of a growing flowlet moves the end of its exclusion window
+/// later: the engine's wake-up moves with it rather than coming at the
+/// old end to find nothing to do (twice in these 40 ms, before it did).
+/// With ICMP probes it still wakes to send them, one per end-to-end RTT
+/// (60 ms).
+#[test]
+fn a_growing_flowlet_does_not_wake_the_engine_for_nothing() {
+    assert_eq!(
+        wakes_while_a_flowlet_grows(protected(PemiConfig::default())),
+        0
+    );
+    let with_probes = wakes_while_a_flowlet_grows(protected_with_probes());
+    assert!(with_probes <= 1, "{with_probes} wake-ups");
+}
+
 #[test]
 fn a_threshold_two_receiver_is_not_retransmitted_to_for_its_aggregation() {
     let mut h = Harness::new(PemiConfig::default());

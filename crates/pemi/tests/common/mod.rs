@@ -89,6 +89,8 @@ pub(crate) struct Harness {
     pub(crate) pemi: Pemi,
     pub(crate) now: Time,
     pub(crate) out: Vec<(Time, Transmit)>,
+    /// Times the engine's timer was handled.
+    pub(crate) wakes: u32,
 }
 
 impl Harness {
@@ -97,6 +99,7 @@ impl Harness {
             pemi: Pemi::new(config),
             now: Time::ZERO,
             out: Vec::new(),
+            wakes: 0,
         }
     }
 
@@ -113,6 +116,7 @@ impl Harness {
                 break;
             }
             self.now = self.now.max(wake);
+            self.wakes += 1;
             self.pemi.handle_timeout(self.now);
             self.drain();
         }
