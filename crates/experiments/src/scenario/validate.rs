@@ -210,7 +210,8 @@ impl RawScenario {
         fail(
             "sample_flow",
             format!(
-                "no flow is called {name:?}; the flows: {}",
+                "no flow is called {name:?}; the flows: {} (where a variant replaces the \
+                 flows, set `sample_flow` in that variant)",
                 names.join(", ")
             ),
         )
