@@ -19,6 +19,7 @@ mod check;
 mod endpoint;
 mod error;
 mod file;
+mod flows;
 mod hop;
 mod overrides;
 mod raw;
