@@ -198,3 +198,36 @@ fn sample_flow_records_the_named_flows_series_and_changes_nothing_else() {
     );
     assert_eq!(near.links, far.links);
 }
+
+#[test]
+fn sample_flow_names_a_flow_that_exists() {
+    let parse = |text: &str| ScenarioFile::parse(text, PathBuf::from("two-flows.toml"));
+    let sampling = |name: &str| {
+        TWO_FLOWS.replace(
+            "sample_interval = \"100ms\"",
+            &format!("sample_interval = \"100ms\"\nsample_flow = \"{name}\""),
+        )
+    };
+    assert_eq!(parse(&sampling("far")).unwrap().base.sample_flow, 1);
+    let without_interval = sampling("far").replace("sample_interval = \"100ms\"\n", "");
+    // A chain: its one flow has no name, its middle node after the first
+    // hop.
+    let without_flows = sampling("near")
+        .split("[[flows]]")
+        .next()
+        .unwrap()
+        .replace("middle_after = \"tunnel\"\n", "");
+    for (text, parts) in [
+        (without_interval, &["`sample_flow`", "sample_interval"][..]),
+        (
+            sampling("mid"),
+            &["`sample_flow`", "\"mid\"", "\"near\", \"far\""],
+        ),
+        (without_flows, &["`sample_flow`", "[[flows]]"]),
+    ] {
+        let message = parse(&text).expect_err("refused").to_string();
+        for part in parts {
+            assert!(message.contains(part), "{message:?} lacks {part:?}");
+        }
+    }
+}

@@ -379,30 +379,6 @@ fn flows_are_checked_by_field() {
 }
 
 #[test]
-fn sample_flow_names_a_flow_that_exists() {
-    let ok = flows(
-        "sample_interval = \"100ms\"\nsample_flow = \"B\"",
-        TWO_FLOWS,
-    );
-    let file = ScenarioFile::parse(&ok, PathBuf::from("ok.toml")).unwrap();
-    assert_eq!(file.base.sample_flow, 1);
-
-    let message = error(&flows("sample_flow = \"B\"", TWO_FLOWS));
-    assert_mentions(&message, &["sample_flow", "sample_interval"]);
-
-    let message = error(&flows(
-        "sample_interval = \"100ms\"\nsample_flow = \"C\"",
-        TWO_FLOWS,
-    ));
-    assert_mentions(&message, &["sample_flow", "\"C\"", "\"A\", \"B\""]);
-
-    let message = error(&format!(
-        "sample_interval = \"100ms\"\nsample_flow = \"A\"\n{BASE}"
-    ));
-    assert_mentions(&message, &["sample_flow", "[[flows]]"]);
-}
-
-#[test]
 fn flows_need_two_hops_and_a_served_flow_a_bulk_transfer() {
     let three = flows("", TWO_FLOWS).replace(
         "path = [\"near\", \"far\"]",
