@@ -306,12 +306,14 @@ impl Pemi {
     /// Moves `slot`'s wake-up at `scheduled` to `wake` (drops it, for
     /// `None`) if it is the next of all.
     fn defer_wake(&mut self, slot: u32, scheduled: Time, wake: Option<Time>) {
-        let entry = &mut self.slots[slot as usize];
-        let generation = entry.generation;
         let Some(mut top) = self.wakes.peek_mut() else {
             return;
         };
-        if top.0 != (scheduled, slot, generation) {
+        // The generation, in a cache line of its own, only once the time
+        // and the slot match.
+        let (at, s, generation) = top.0;
+        let entry = &mut self.slots[slot as usize];
+        if (at, s) != (scheduled, slot) || generation != entry.generation {
             return;
         }
         match wake {
