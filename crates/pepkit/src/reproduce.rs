@@ -100,6 +100,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
                 variants: quick.map(|q| q.variants.clone()).unwrap_or_default(),
                 mode,
                 shard: None,
+                middle_cpu: None,
             };
             let (dir, link) = match mode {
                 Mode::Simulator => (out.join(&stem), stem.clone()),

@@ -42,6 +42,13 @@ pub(crate) struct Args {
     /// keeps its own value (a warning names it). Recorded in summary.json.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<Override>,
+    /// With --real: run the middle node's engine alone on CPU N, and every
+    /// other thread and process of the trials (endpoints, link emulator,
+    /// peers) on the other CPUs, as a router with a core of its own (for
+    /// measuring a middlebox's CPU, e.g. scenarios/pemi/fig13-cpu.toml).
+    /// Recorded in summary.json.
+    #[arg(long, value_name = "N")]
+    pin_middle: Option<usize>,
 }
 
 /// Options shared by `pepkit run` and `pepkit reproduce`.
@@ -77,6 +84,18 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     } else {
         Mode::Simulator
     };
+    if let Some(cpu) = args.pin_middle {
+        let checked = match mode {
+            Mode::Real => experiments::trial::keep_middle_cpu(cpu),
+            Mode::Simulator => Err(format!(
+                "--pin-middle {cpu} needs --real (the simulator has no CPUs to give)"
+            )),
+        };
+        if let Err(error) = checked {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    }
     let options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
@@ -85,6 +104,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         variants: Vec::new(),
         mode,
         shard: args.shard,
+        middle_cpu: args.pin_middle,
     };
     let base = PathBuf::from("results").join(&file.base.name);
     if let Some(shard) = args.shard {

@@ -41,4 +41,12 @@ fn claims_exit_1_and_errors_exit_2() {
     let blocked = dir.path().join("blocked");
     std::fs::write(&blocked, "").unwrap();
     assert_eq!(run(&holds, &blocked), Some(2));
+    // A CPU for the middle node needs real mode.
+    let pinned = pepkit_run(&holds, &dir.path().join("d"))
+        .args(["--pin-middle", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(pinned.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&pinned.stderr);
+    assert!(stderr.contains("--pin-middle 0 needs --real"), "{stderr}");
 }

@@ -33,10 +33,19 @@ buffer = { kind = "red", limit = "260000B" }
 
 /// Runs `scenario` in real mode into `out`; returns summary.json.
 fn run_real(dir: &Path, name: &str, scenario: &str) -> serde_json::Value {
+    run_real_with(dir, name, scenario, &[])
+}
+
+/// [`run_real`] with more arguments for `pepkit run`.
+fn run_real_with(dir: &Path, name: &str, scenario: &str, args: &[&str]) -> serde_json::Value {
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, scenario).unwrap();
     let out = dir.join(name);
-    let output = pepkit_run(&file, &out).arg("--real").output().unwrap();
+    let output = pepkit_run(&file, &out)
+        .arg("--real")
+        .args(args)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     eprintln!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "pepkit run --real failed");
@@ -257,4 +266,45 @@ flows = [{ name = "tcp", transport = "tcp", controller = "cubic", alone = true }
     let ratio = metric("throughput_ratio_tcp");
     assert!(ratio < 0.9, "TCP kept {ratio} of its throughput alone");
     assert!((metric("utilization") - sum / 20.0).abs() < 1e-9);
+}
+
+/// `--pin-middle N`: the middle node's engine on CPU N alone (the trial's
+/// other threads kept off it), recorded in summary.json; the trial runs
+/// as without it.
+#[test]
+fn a_middle_pinned_to_a_cpu_of_its_own_carries_the_trial() {
+    if !emu::require_real_or_skip("a_middle_pinned_to_a_cpu_of_its_own_carries_the_trial") {
+        return;
+    }
+    let cpus = emu::sys::thread_cpus().unwrap();
+    if cpus.len() < 2 {
+        eprintln!("skipped: --pin-middle needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let cpu = *cpus.last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = format!(
+        r#"name = "real-pinned"
+title = "a middle node on a CPU of its own"
+{PATH}
+[workload]
+kind = "bulk"
+direction = "upload"
+size = "300kB"
+
+[[variant]]
+name = "QUIC, user-space router"
+middle = "forward"
+"#
+    );
+    let summary = run_real_with(
+        dir.path(),
+        "pinned",
+        &scenario,
+        &["--pin-middle", &cpu.to_string()],
+    );
+    assert_eq!(summary["middle_cpu"], cpu);
+    let name = "QUIC, user-space router";
+    assert!(median(&summary, name, "goodput_mbps").unwrap() > 0.5);
+    assert!(median(&summary, name, "middle_frames").unwrap() > 200.0);
 }

@@ -1,7 +1,8 @@
 //! The few Linux system calls real mode needs that std and socket2 do not
 //! wrap: AF_PACKET sockets with batched receive and send (`recvmmsg`,
 //! `sendmmsg`), `setns` into a named network namespace, `ppoll` with a
-//! nanosecond timeout, and a real-time scheduling class for the relay.
+//! nanosecond timeout, a real-time scheduling class for the relay, and
+//! CPU affinity (a middle node's thread on a core of its own).
 //!
 //! This is the only module of pepkit that allows `unsafe`. Each block
 //! wraps one system call whose arguments are built from owned Rust values
@@ -70,6 +71,45 @@ pub fn set_realtime(priority: i32) -> io::Result<()> {
     // SAFETY: `param` lives for the call; pid 0 is the calling thread.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
     Ok(())
+}
+
+/// The CPUs the calling thread may run on (its affinity), in order.
+pub fn thread_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed.
+    check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) })?;
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below `CPU_SETSIZE`, the set's capacity.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Lets the calling thread run only on `cpus` (threads and processes it
+/// starts afterwards inherit that).
+pub fn pin_thread(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond the kernel's CPU sets"),
+            ));
+        }
+        // SAFETY: `cpu` is below `CPU_SETSIZE`, the set's capacity.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid `cpu_set_t` of the size passed.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) })?;
+    Ok(())
+}
+
+/// The CPU the calling thread is running on.
+pub fn current_cpu() -> io::Result<usize> {
+    // SAFETY: no arguments; returns the CPU or -1 with errno.
+    let cpu = check(unsafe { libc::sched_getcpu() })?;
+    Ok(cpu as usize)
 }
 
 /// What `poll` should wait for on one descriptor, and what it found.
@@ -484,4 +524,27 @@ pub fn thread_cpu_time() -> io::Result<Duration> {
         u64::try_from(ts.tv_sec).unwrap_or(0),
         u32::try_from(ts.tv_nsec).unwrap_or(0),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_thread_runs_where_it_was_pinned() {
+        std::thread::spawn(|| {
+            let all = thread_cpus().expect("affinity");
+            assert!(!all.is_empty());
+            let last = *all.last().expect("a CPU");
+            pin_thread(&[last]).expect("pin");
+            assert_eq!(thread_cpus().expect("affinity"), [last]);
+            std::thread::yield_now();
+            assert_eq!(current_cpu().expect("cpu"), last);
+            let beyond = pin_thread(&[libc::CPU_SETSIZE as usize]).expect_err("out of range");
+            assert_eq!(beyond.kind(), io::ErrorKind::InvalidInput);
+            assert_eq!(thread_cpus().expect("affinity"), [last], "unchanged");
+        })
+        .join()
+        .expect("the thread");
+    }
 }

@@ -140,6 +140,8 @@ pub struct Testbed {
     clock_shift: Arc<AtomicU64>,
     relay_stop: Arc<AtomicBool>,
     relay: Option<JoinHandle<std::io::Result<RelayReport>>>,
+    /// The CPU middle nodes' threads are kept on ([`Testbed::pin_middles`]).
+    middle_cpu: Option<usize>,
 }
 
 impl Testbed {
@@ -176,6 +178,7 @@ impl Testbed {
             clock_shift: Arc::new(AtomicU64::new(0)),
             relay_stop: Arc::new(AtomicBool::new(false)),
             relay: None,
+            middle_cpu: None,
         };
         // From here on, Drop cleans up whatever was made.
         testbed.configure()?;
@@ -221,6 +224,15 @@ impl Testbed {
         self.clock_shift.store(shift.as_nanos(), Ordering::SeqCst);
         self.clock = self.base.later(Duration::from_nanos(shift.as_nanos()));
         self.clock
+    }
+
+    /// Runs the middle nodes' threads started from now on only on `cpu`
+    /// (`None`: wherever the caller's threads may run). For measuring a
+    /// middlebox's CPU on a core of its own, the caller keeps its own
+    /// threads (and so the relay's, the hosts' and the peers' it starts
+    /// later) off that CPU ([`crate::sys::pin_thread`]).
+    pub fn pin_middles(&mut self, cpu: Option<usize>) {
+        self.middle_cpu = cpu;
     }
 
     /// Runs `work` on a new thread inside `node`'s namespace.
@@ -325,7 +337,15 @@ impl Testbed {
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let clock = self.clock;
+        let cpu = self.middle_cpu;
         let handle = self.spawn_in(node, &node.role, move || {
+            let pinned = cpu.map_or(Ok(()), |cpu| {
+                crate::sys::pin_thread(&[cpu]).map_err(|e| format!("running on CPU {cpu}: {e}"))
+            });
+            if let Err(error) = pinned {
+                let _ = ready_tx.send(Some(error));
+                return None;
+            }
             let mut driver = MiddleDriver::open(spec, engine, clock);
             if let Ok(driver) = &mut driver {
                 driver.time_engine_cpu();

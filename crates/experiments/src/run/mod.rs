@@ -40,6 +40,10 @@ pub struct RunOptions {
     pub mode: Mode,
     /// Run only this shard of the trials (`--shard K/N`).
     pub shard: Option<Shard>,
+    /// In real mode, the CPU a middle node's engine runs on alone: the
+    /// trial's other threads and processes are kept off it
+    /// ([`crate::trial::keep_middle_cpu`] checks it).
+    pub middle_cpu: Option<usize>,
 }
 
 /// The results of a run, before they are written anywhere.
@@ -117,7 +121,8 @@ pub(crate) fn prepare<'a>(
             scenario.trials = trials;
         }
         let context = format!("variant \"{}\": ", variant.name);
-        let prepared = Prepared::new(&scenario, &file.path, &context, mode)?;
+        let mut prepared = Prepared::new(&scenario, &file.path, &context, mode)?;
+        prepared.middle_cpu = options.middle_cpu.filter(|_| mode == Mode::Real);
         variants.push((variant, prepared));
     }
     if variants.is_empty() && !skipped.is_empty() {
@@ -221,6 +226,7 @@ pub(crate) fn summarize(
         seed: first.seed,
         trials: first.trials,
         overrides: file.overrides.iter().map(ToString::to_string).collect(),
+        middle_cpu: variants[0].1.middle_cpu,
         headline: first.headline(),
         variants: variants
             .iter()

@@ -46,6 +46,10 @@ pub struct Summary {
     /// `PATH=VALUE` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// In real mode, the CPU the middle node's engine ran on alone
+    /// (`--pin-middle`; absent when it shared them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middle_cpu: Option<usize>,
     /// The metrics the report leads with, in order.
     pub headline: Vec<String>,
     /// Per variant, in file order.

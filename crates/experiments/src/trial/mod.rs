@@ -9,11 +9,13 @@
 //! engine on the node's interfaces, and reads link counters from the
 //! relay.
 
+mod middle_cpu;
 mod plan;
 mod real;
 mod real_flows;
 mod sim;
 
+pub use middle_cpu::keep_middle_cpu;
 pub use real::testbed_spec;
 
 use crate::outcome::{FlowNames, Mode, TrialResult, Window, jain_index};
@@ -32,6 +34,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct Prepared {
     scenario: Scenario,
     hops: Vec<HopConfig>,
+    /// In real mode, the CPU the middle node's engine runs on alone
+    /// ([`crate::RunOptions::middle_cpu`]).
+    pub(crate) middle_cpu: Option<usize>,
 }
 
 impl Prepared {
@@ -80,6 +85,7 @@ impl Prepared {
         Ok(Prepared {
             scenario: scenario.clone(),
             hops,
+            middle_cpu: None,
         })
     }
 
@@ -168,6 +174,7 @@ impl Prepared {
         Some(Prepared {
             scenario,
             hops: self.hops.clone(),
+            middle_cpu: self.middle_cpu,
         })
     }
 }

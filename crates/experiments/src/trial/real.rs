@@ -11,6 +11,7 @@
 //! relay.
 
 use super::Prepared;
+use super::middle_cpu::KeptOff;
 use super::plan;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::peers::PeerTransfer;
@@ -98,7 +99,10 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     let seed = scenario.trial_seed(trial);
     let clock = RealClock::start();
     let spec = testbed_spec(prepared, trial)?;
+    // Before the testbed: its relay, hosts and peers start from this thread.
+    let _kept_off = prepared.middle_cpu.map(KeptOff::cpu).transpose()?;
     let mut testbed = Testbed::build(&spec, clock).map_err(|e| format!("testbed: {e}"))?;
+    testbed.pin_middles(prepared.middle_cpu);
     let limit = scenario.time_limit;
     let on_testbed = plan::with_setup(prepared, trial, |setup| {
         scenario.middle.system().on_testbed(setup)
