@@ -70,6 +70,9 @@ pub struct Manifest {
     /// merge reads the file with them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// `--pin-middle`, if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middle_cpu: Option<usize>,
 }
 
 impl Manifest {
@@ -85,6 +88,7 @@ impl Manifest {
             only: options.only.clone(),
             mode: options.mode,
             overrides: file.overrides.iter().map(ToString::to_string).collect(),
+            middle_cpu: options.middle_cpu,
         }
     }
 
@@ -103,6 +107,7 @@ impl Manifest {
             trials: self.trials,
             only: self.only.clone(),
             mode: self.mode,
+            middle_cpu: self.middle_cpu,
             ..RunOptions::default()
         }
     }
@@ -131,6 +136,7 @@ pub fn merge(
             || manifest.trials != options.trials
             || manifest.only != options.only
             || manifest.mode != options.mode
+            || manifest.middle_cpu != options.middle_cpu
         {
             return Err(format!(
                 "{}: a shard of another run (its options differ)",
