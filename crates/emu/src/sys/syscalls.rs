@@ -105,13 +105,6 @@ pub fn pin_thread(cpus: &[usize]) -> io::Result<()> {
     Ok(())
 }
 
-/// The CPU the calling thread is running on.
-pub fn current_cpu() -> io::Result<usize> {
-    // SAFETY: no arguments; returns the CPU or -1 with errno.
-    let cpu = check(unsafe { libc::sched_getcpu() })?;
-    Ok(cpu as usize)
-}
-
 /// What `poll` should wait for on one descriptor, and what it found.
 #[derive(Clone, Copy, Debug)]
 pub struct PollFd {
@@ -529,6 +522,13 @@ pub fn thread_cpu_time() -> io::Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU the calling thread is running on.
+    fn current_cpu() -> io::Result<usize> {
+        // SAFETY: no arguments; returns the CPU or -1 with errno.
+        let cpu = check(unsafe { libc::sched_getcpu() })?;
+        Ok(cpu as usize)
+    }
 
     #[test]
     fn a_pinned_thread_runs_where_it_was_pinned() {

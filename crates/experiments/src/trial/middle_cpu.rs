@@ -73,7 +73,7 @@ mod tests {
                 return;
             }
             keep_middle_cpu(last).expect("a CPU it may use");
-            let error = keep_middle_cpu(libc_beyond(&all)).expect_err("a CPU it may not use");
+            let error = keep_middle_cpu(not_allowed(&all)).expect_err("a CPU it may not use");
             assert!(error.contains("may run on CPUs"), "{error}");
             {
                 let _kept = KeptOff::cpu(last).expect("kept off");
@@ -90,7 +90,7 @@ mod tests {
     }
 
     /// A CPU number the process may not run on.
-    fn libc_beyond(all: &[usize]) -> usize {
+    fn not_allowed(all: &[usize]) -> usize {
         all.last().map_or(0, |last| last + 1)
     }
 }
