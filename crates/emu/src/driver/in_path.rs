@@ -6,8 +6,8 @@
 //! ([`ForwardingOff`]).
 
 use super::frame::{FrameError, ipv4_destination, write_frame};
-use super::middle::{DriverError, LinkAddrs, Port, Routes};
 use super::middle_stats::MiddleStats;
+use super::spec::{DriverError, LinkAddrs, Port, Routes};
 use netsim::{Route, Transmit};
 use std::fs::File;
 use std::io;

@@ -86,14 +86,13 @@ mod in_path;
 mod middle;
 mod middle_stats;
 mod periodic;
+mod spec;
 
 pub use host::{DriverStats, HostDriver, HostRun, HostStop, RunUntil};
-pub use middle::{
-    BATCH, DriverError, DriverInterface, LinkAddrs, MAX_SLEEP, Mac, MiddleDriver, MiddleNodeSpec,
-    MiddleRun, Placement, Routes,
-};
+pub use middle::{BATCH, MAX_SLEEP, MiddleDriver, MiddleRun};
 pub use middle_stats::MiddleStats;
 pub use periodic::Periodic;
+pub use spec::{DriverError, DriverInterface, LinkAddrs, Mac, MiddleNodeSpec, Placement, Routes};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
