@@ -25,10 +25,10 @@
 //!   congestion controller per socket ([`tcp::bulk`], [`tcp::congestion`])
 //!   and the transparent split-connection TCP PEP with its nftables
 //!   interception ([`tcp::pep`]).
-//! * **The Sidekick proxy daemon** ([`sidekick_daemon`]): the proxy engine
-//!   on the middlebox driver beside a router's path, with replies from a
-//!   raw socket and quACKs from its control address; [`bench::proxy_capacity`]
-//!   measures the packets per second it sustains on one core.
+//! * **Routers** ([`router`]): what a middle system's daemon takes from
+//!   the real router it runs on — interfaces, their MACs and their
+//!   neighbours', routes, the router's addresses — the same for every
+//!   system (`pepkit middle` runs any of them on the middlebox driver).
 //! * **The system** ([`sys`]): the system calls std does not wrap, the
 //!   system tools (`ip`, `ethtool`, `sysctl`, `nft`, each under a time limit
 //!   with errors that name the command: [`sys::command`]), child processes
@@ -46,12 +46,10 @@
 //! only. `sys/syscalls.rs` is the one module with `unsafe` code (system
 //! calls std does not wrap).
 
-pub mod bench;
 pub mod driver;
 pub mod link;
-pub mod pemi_daemon;
 mod require;
-pub mod sidekick_daemon;
+pub mod router;
 pub mod sys;
 pub mod tcp;
 mod testbed;
@@ -61,5 +59,5 @@ pub use require::{REQUIRE_REAL, real_required, require_or_skip, require_real_or_
 pub use sys::{Finished, Process, RealClock};
 pub use testbed::{
     HostRunSpec, HostThread, MiddleThread, Node, NodeInterface, Swept, Testbed, TestbedError,
-    TestbedSpec, available, sweep_stale,
+    TestbedSpec, add_namespace, available, sweep_stale,
 };

@@ -20,6 +20,7 @@
 //! * [`report`]: trial files, `summary.json`, CSVs, plots and
 //!   `summary.md`. `docs/experiments.md` is the user's reference.
 
+pub mod daemon;
 pub mod figure;
 pub mod outcome;
 pub mod peers;

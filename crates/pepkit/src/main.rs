@@ -7,17 +7,14 @@ mod bench_quack;
 mod bench_sidekick_proxy;
 mod daemon;
 mod merge;
-mod pemi_daemon;
+mod middle;
 mod reproduce;
 mod run_scenario;
-mod sidekick_proxy;
-mod tcp_pep;
 mod testbed;
-mod tunnel_server;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// pepkit: performance-enhancing proxies for encrypted transports such as QUIC.
 #[derive(Parser)]
@@ -41,20 +38,10 @@ enum Command {
     /// an index of the results with the paper's claims checked. Exits 1 if
     /// a claim does not hold, 2 on an error.
     Reproduce(reproduce::Args),
-    /// Run the Sidekick proxy on a real router's interface: answer
-    /// sidekick requests and send quACKs to the senders that asked, while
-    /// the kernel forwards their traffic.
-    SidekickProxy(sidekick_proxy::Args),
-    /// Run the transparent split-connection TCP PEP on a real router
-    /// (nftables tproxy), the papers' "TCP + PEP" baseline.
-    TcpPep(tcp_pep::Args),
-    /// Run PEMI in a real router's path: infer the losses of unmodified
-    /// QUIC connections from the timing of their replies and resend them,
-    /// transparently.
-    Pemi(pemi_daemon::Args),
-    /// Run the TECC / MASQUE tunnel server (HTTP/3 CONNECT-UDP) on UDP
-    /// sockets of this host, forwarding to the targets --allow names.
-    TunnelServer(tunnel_server::Args),
+    /// Run a middle system on a real router (the Sidekick proxy, PEMI, the
+    /// split QUIC proxy, the TCP PEP, the TECC tunnel server), from the
+    /// `middle` table a scenario variant writes.
+    Middle(middle::Args),
     /// Real-mode testbeds: check the link emulator, bring one up to work
     /// in, clean up after crashed runs.
     Testbed {
@@ -78,15 +65,16 @@ enum BenchTarget {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `middle --help` lists every system's settings from their declaration.
+    let command = Cli::command().mut_subcommand("middle", |middle| {
+        middle.after_long_help(middle::settings_help())
+    });
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Run(args) => run_scenario::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
-        Command::SidekickProxy(args) => sidekick_proxy::run(&args),
-        Command::TcpPep(args) => tcp_pep::run(&args),
-        Command::Pemi(args) => pemi_daemon::run(&args),
-        Command::TunnelServer(args) => tunnel_server::run(&args),
+        Command::Middle(args) => middle::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {
             target: BenchTarget::Quack(args),

@@ -1,7 +1,8 @@
 //! Interoperability with masque-go v0.4.0 (peers/masque-go), in datagram
 //! mode, on loopback sockets:
 //!
-//! * masque-go's client, through `pepkit tunnel-server`, downloads 2 MB
+//! * masque-go's client, through `pepkit middle tecc` (the tunnel server
+//!   in datagram mode), downloads 2 MB
 //!   from the quic-go bulk server (peers/quic-go);
 //! * our tunnel client (beside our QUIC client) downloads 2 MB from our
 //!   QUIC server through masque-go's proxy, which presents pepkit's test
@@ -117,7 +118,7 @@ fn pem(label: &str, der: &[u8]) -> String {
 
 #[test]
 fn masque_go_client_through_our_tunnel_server() {
-    if !emu::require_or_skip("masque-go client through pepkit tunnel-server", runnable()) {
+    if !emu::require_or_skip("masque-go client through pepkit middle tecc", runnable()) {
         return;
     }
     let server = spawn(
@@ -127,8 +128,9 @@ fn masque_go_client_through_our_tunnel_server() {
     let proxy = spawn(
         PathBuf::from(env!("CARGO_BIN_EXE_pepkit")),
         &[
-            "tunnel-server",
-            "--listen",
+            "middle",
+            "{ kind = \"tecc\", mode = \"mdt\", tunnel_cc = \"none\" }",
+            "--addr",
             "127.0.0.1:24451",
             "--allow",
             "127.0.0.2:4443",
@@ -217,8 +219,9 @@ fn capacity_against_masque_go() {
             spawn(
                 PathBuf::from(env!("CARGO_BIN_EXE_pepkit")),
                 &[
-                    "tunnel-server",
-                    "--listen",
+                    "middle",
+                    "{ kind = \"tecc\", mode = \"mdt\", tunnel_cc = \"none\" }",
+                    "--addr",
                     proxy_addr,
                     "--allow",
                     "127.0.0.2:9000",

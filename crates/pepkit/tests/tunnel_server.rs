@@ -1,4 +1,4 @@
-//! `pepkit tunnel-server` on real sockets (loopback): our tunnel client,
+//! `pepkit middle tecc`, the tunnel server, on real sockets (loopback): our tunnel client,
 //! beside our QUIC client, downloads through the daemon from a QUIC server
 //! it allows, in datagram mode and with TECC; a target it does not allow
 //! is refused with 403; SIGTERM stops it cleanly with its counters. The
@@ -13,16 +13,9 @@ use std::time::Duration;
 use tunnel::{Mode, TunnelSettings, TunnelState};
 
 fn daemon(listen: &str, allow: &str, mode: &str) -> Child {
+    let table = format!("{{ kind = \"tecc\", mode = \"{mode}\", tunnel_cc = \"none\" }}");
     Command::new(env!("CARGO_BIN_EXE_pepkit"))
-        .args([
-            "tunnel-server",
-            "--listen",
-            listen,
-            "--allow",
-            allow,
-            "--mode",
-            mode,
-        ])
+        .args(["middle", &table, "--addr", listen, "--allow", allow])
         .args(["--seed", "1", "--seconds", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -45,7 +38,7 @@ fn downloads_through_the_daemon_and_refuses_other_targets() {
     if !emu::require_real_or_skip("tunnel_server::downloads_through_the_daemon") {
         return;
     }
-    for (mode, port) in [("datagram", 24431), ("tecc", 24432)] {
+    for (mode, port) in [("mdt", 24431), ("tecc", 24432)] {
         let listen = format!("127.0.0.1:{port}");
         let child = daemon(&listen, "127.0.0.2:4433", mode);
         std::thread::sleep(Duration::from_millis(300));
@@ -70,9 +63,8 @@ fn downloads_through_the_daemon_and_refuses_other_targets() {
         assert_eq!(state, Some(TunnelState::Refused(403)));
         let (status, counters) = terminate(child);
         assert!(status.success(), "{status}");
-        assert!(
-            counters.contains("\"tunnels\":1") && counters.contains("\"forbidden\":1"),
-            "{counters}"
-        );
+        let counters: serde_json::Value = serde_json::from_str(counters.trim()).unwrap();
+        assert_eq!(counters["system"]["tunnels"], 1, "{counters}");
+        assert_eq!(counters["system"]["forbidden"], 1, "{counters}");
     }
 }

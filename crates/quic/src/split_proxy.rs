@@ -359,6 +359,16 @@ impl SplitProxy {
         self.server
     }
 
+    /// How many client addresses it relays for.
+    pub fn clients(&self) -> usize {
+        self.backs.len()
+    }
+
+    /// Whether it relays for `client` already.
+    pub fn relays_for(&self, client: SocketAddr) -> bool {
+        self.backs.contains_key(&client)
+    }
+
     /// The front-leg (client-facing) connections' records, in order of
     /// arrival.
     pub fn front_records(&self) -> impl Iterator<Item = &ConnRecord> + '_ {

@@ -27,7 +27,7 @@
 mod namespaces;
 mod setup;
 
-pub(crate) use namespaces::add_namespace;
+pub use namespaces::add_namespace;
 pub use namespaces::{Swept, available, sweep_stale};
 
 use crate::RealClock;

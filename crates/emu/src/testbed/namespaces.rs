@@ -43,7 +43,7 @@ pub fn available() -> Result<(), String> {
 /// IPv6 chatter (router solicitations, DAD), no reverse-path filtering (the
 /// sidekick proxy answers from the receiver's address), forwarding on,
 /// loopback up.
-pub(crate) fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), CommandError> {
+pub fn add_namespace(name: &str, made: &mut Vec<String>) -> Result<(), CommandError> {
     hold_lock();
     ip(&["netns", "add", name])?;
     made.push(name.to_string());

@@ -13,21 +13,26 @@ mod forward;
 mod pemi;
 mod pep;
 mod router;
+mod settings;
 mod sidekick;
 mod split;
 mod tecc;
 
 pub use pemi::{PEMI_PROBE, PemiSettings};
+pub use pep::Pep;
+use settings::Documented;
+pub use settings::Setting;
 pub use sidekick::{SIDEKICK_PROXY, Sidekick, SidekickInterval, Strawman};
 pub use split::Split;
 pub use tecc::{TUNNEL_SERVER, Tecc, TunnelCc, TunnelMode};
 
 use crate::outcome::{FlowNames, Mode, TrialResult};
 use crate::workloads::{TcpTransfer, Traits};
-use netsim::{FateRecord, Host, Middlebox, Seed};
+use netsim::{FateRecord, Host, Middlebox, Seed, Time};
 use quic::{ConnRecord, QuicConfig};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -47,7 +52,7 @@ pub enum Middle {
     Split(Split),
     /// A split-connection TCP PEP (PEPsal-like, transparent with nft
     /// tproxy), for `transport = "tcp"`; real mode only.
-    Pep,
+    Pep(Pep),
     /// The Sidekick proxy; the clients it serves run the sidekick sender
     /// engine.
     Sidekick(Sidekick),
@@ -64,18 +69,88 @@ impl crate::shorthand::Tagged for Middle {
 }
 
 impl Middle {
+    /// Its kind, as a `middle` table names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Middle::Router => "router",
+            Middle::Forward => "forward",
+            Middle::Split(_) => "split",
+            Middle::Pep(_) => "pep",
+            Middle::Sidekick(_) => "sidekick",
+            Middle::Pemi(_) => "pemi",
+            Middle::Tecc(_) => "tecc",
+        }
+    }
+
     /// The system's behaviour.
     pub(crate) fn system(&self) -> &dyn System {
         match self {
             Middle::Router => &router::Router,
             Middle::Forward => &forward::UserSpaceRouter,
             Middle::Split(split) => split,
-            Middle::Pep => &pep::Pep,
+            Middle::Pep(pep) => pep,
             Middle::Sidekick(sidekick) => sidekick,
             Middle::Pemi(pemi) => pemi,
             Middle::Tecc(tecc) => tecc,
         }
     }
+}
+
+/// A system a `middle` table can name, as `pepkit middle --help` lists it.
+pub struct Entry {
+    /// Its kind.
+    pub kind: &'static str,
+    /// What it is and where it sits.
+    pub what: &'static str,
+    /// Its settings.
+    pub settings: Vec<Setting>,
+}
+
+/// Every system a `middle` table can name, with its settings from their
+/// one declaration.
+pub fn catalogue() -> Vec<Entry> {
+    let entry = |kind, what, settings| Entry {
+        kind,
+        what,
+        settings,
+    };
+    vec![
+        entry(
+            "router",
+            "a plain router: the kernel forwards, nothing runs",
+            Vec::new(),
+        ),
+        entry(
+            "forward",
+            "a router in user space: the in-path driver forwards every datagram at once",
+            Vec::new(),
+        ),
+        entry(
+            "split",
+            "the split-connection QUIC proxy, in the path",
+            Split::settings(),
+        ),
+        entry(
+            "pep",
+            "the split-connection TCP PEP (nftables tproxy), a service of the node's kernel",
+            Pep::settings(),
+        ),
+        entry(
+            "sidekick",
+            "the Sidekick proxy, beside the path: quACKs to the senders that ask",
+            sidekick::RawSidekick::settings(),
+        ),
+        entry(
+            "pemi",
+            "PEMI, in the path: infers losses of unmodified QUIC and resends them",
+            pemi::RawPemi::settings(),
+        ),
+        entry(
+            "tecc",
+            "the TECC / MASQUE tunnel server (CONNECT-UDP), on its own sockets",
+            tecc::RawTecc::settings(),
+        ),
+    ]
 }
 
 /// A problem with a scenario: the field and what is wrong.
@@ -147,7 +222,22 @@ pub(crate) struct ServedFlow<'a> {
     pub server_controller: &'a cc::Controller,
 }
 
-/// A trial as a system sees it while its engine is built.
+/// An operator's router, as a daemon runs a system on it (`pepkit
+/// middle`): what the router gives the system in place of a trial's
+/// flows and the scenario's fixed addresses.
+#[derive(Clone, Debug, Default)]
+pub struct Site {
+    /// The system's own address on the router (port 0: the system's
+    /// default port).
+    pub addr: Option<SocketAddr>,
+    /// Where the system may lead traffic (the tunnel server's targets):
+    /// an address and a range of ports each.
+    pub allow: Vec<(IpAddr, RangeInclusive<u16>)>,
+}
+
+/// A trial as a system sees it while its engine is built — or, with
+/// `router`, an operator's router (no flows: the system serves whatever
+/// comes).
 pub(crate) struct TrialSetup<'a> {
     /// The trial's seed.
     pub seed: Seed,
@@ -159,6 +249,21 @@ pub(crate) struct TrialSetup<'a> {
     pub topology: Topology,
     /// The Linux TCP transfer, when the kernel carries the traffic.
     pub tcp: Option<&'a TcpTransfer>,
+    /// The router a daemon runs on (`None`: a trial's node).
+    pub router: Option<&'a Site>,
+}
+
+impl TrialSetup<'_> {
+    /// The system's own address: the router's if it gives one (with
+    /// `default`'s port where it names none), else `default`, the
+    /// scenario's.
+    pub(crate) fn own_addr(&self, default: SocketAddr) -> SocketAddr {
+        match self.router.and_then(|site| site.addr) {
+            Some(addr) if addr.port() == 0 => SocketAddr::new(addr.ip(), default.port()),
+            Some(addr) => addr,
+            None => default,
+        }
+    }
 }
 
 /// How a system runs on a testbed's middle node.
@@ -188,6 +293,9 @@ pub(crate) enum Placement {
     /// The kernel forwards; the engine sees copies of what arrives on the
     /// client-side interface and sends only its own datagrams.
     Beside,
+    /// The kernel forwards; the engine sees only what arrives on its own
+    /// sockets (its addresses), as a server does.
+    OwnSockets,
 }
 
 /// The simulator's ground truth around the system's node on a chain: the
@@ -263,6 +371,18 @@ pub(crate) trait System {
 
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
+
+    /// On a router: what its engine counted at `now`, for the daemon's
+    /// reports.
+    fn stats(&self, _engine: &dyn Middlebox, _now: Time) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// On a router: its table at `now` (what its rows are, one line each),
+    /// which the daemon writes on SIGUSR1.
+    fn table(&self, _engine: &dyn Middlebox, _now: Time) -> Option<(&'static str, Vec<String>)> {
+        None
+    }
 
     /// Whether it measures itself against the simulator's ground truth
     /// ([`NodeTruth`]; chains only).

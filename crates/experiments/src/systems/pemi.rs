@@ -17,6 +17,7 @@
 //! endpoint could, spurious retransmissions, and the error of its RTT
 //! estimate.
 
+use super::settings::settings;
 use super::{
     Facts, NodeTruth, OnTestbed, Placement, Problem, System, TrialSetup, engine_as, wrong_middle,
 };
@@ -25,7 +26,7 @@ use crate::units::{Bytes, Span};
 use ::pemi::{Enforcement, Pemi, PemiConfig, Side};
 use netsim::{Middlebox, Time};
 use serde::{Deserialize, Serialize};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// PEMI's own address, the source of its ICMP echo probes (not on any
 /// host's subnet).
@@ -38,67 +39,73 @@ pub struct PemiSettings {
     config: PemiConfig,
 }
 
-/// PEMI's settings as written (every field optional; defaults are the
-/// paper's §6 values, [`PemiConfig::default`]).
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct RawPemi {
-    /// α: flowlet timeout = α · sINV (2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    alpha: Option<u32>,
-    /// β: Δmargin = β · flowlet timeout (0.5).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    beta: Option<f64>,
-    /// §4.3.1's close interval (0.1 ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    close_interval: Option<Span>,
-    /// N: flowlets of more packets are not protected (100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_flowlet: Option<usize>,
-    /// Retransmissions at most this share of the forwarded packets (0.1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    retransmit_cap: Option<f64>,
-    /// Above this reply/sent ratio the eliciting threshold is 1 (0.6).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    threshold_ratio: Option<f64>,
-    /// Protected packets left out at the start of the reply ratio (64).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    threshold_window: Option<u64>,
-    /// The fresh-RTT width ratio (0.8).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    width_ratio: Option<f64>,
-    /// The tail grace ("25ms"; "0ms": the paper's rule alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tail_grace: Option<Span>,
-    /// Run the Copa-derived controller (true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    congestion_control: Option<bool>,
-    /// How a sender over its target is slowed ("delay").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    enforcement: Option<Enforcement>,
-    /// Calibrate from the spin bit (true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    spin: Option<bool>,
-    /// Calibrate with ICMP echo probes (true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    icmp: Option<bool>,
-    /// Idle connections are forgotten after this (120 s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    idle_timeout: Option<Span>,
-    /// Connections tracked at most (65536).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    max_connections: Option<usize>,
-    /// Bytes buffered per connection ("1MiB").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    buffer_per_connection: Option<Bytes>,
+/// The engine's defaults: the paper's §6 settings ([`PemiConfig::default`]).
+fn base() -> PemiConfig {
+    PemiConfig::default()
 }
 
-/// `value` in hundredths if it lies in `range`.
-fn percent(name: &str, value: Option<f64>, default: u64, high: f64) -> Result<u64, String> {
-    match value {
-        None => Ok(default),
-        Some(v) if (0.0..=high).contains(&v) => Ok((v * 100.0).round() as u64),
-        Some(v) => Err(format!("`{name}` {v} is outside 0..={high}")),
+/// Hundredths as a ratio.
+fn ratio(percent: u64) -> f64 {
+    percent as f64 / 100.0
+}
+
+settings! {
+    /// PEMI's settings as written; defaults are the engine's
+    /// ([`PemiConfig::default`], the paper's §6 values).
+    pub(crate) struct RawPemi {
+        /// α: the flowlet timeout is α times the smoothed packet interval.
+        alpha: u32 = base().alpha,
+        /// β: the matching margin is β times the flowlet timeout (0..=10).
+        beta: f64 = ratio(u64::from(base().beta_percent)),
+        /// Packets closer than this are acknowledged as one (§4.3.1).
+        close_interval: Span = Span(base().close_interval),
+        /// N: a flowlet of more packets is not protected (at least 2).
+        max_flowlet: usize = base().max_flowlet,
+        /// Retransmit only while retransmissions are at most this share of
+        /// the forwarded packets (0..=1).
+        retransmit_cap: f64 = ratio(base().retransmit_cap_percent),
+        /// Above this reply/sent ratio the receiver acknowledges every
+        /// packet (0..=1).
+        threshold_ratio: f64 = ratio(base().threshold_ratio_percent),
+        /// Protected packets left out at the start of the reply ratio.
+        threshold_window: u64 = base().threshold_window,
+        /// The fresh-RTT width ratio (0..=1).
+        width_ratio: f64 = ratio(base().width_ratio_percent),
+        /// The tail grace ("0ms": the paper's rule alone).
+        tail_grace: Span = Span(base().tail_grace.unwrap_or_default()),
+        /// Run the Copa-derived rate control (never withholds
+        /// retransmissions or slows replies when off).
+        congestion_control: bool = true,
+        /// How a sender over its target rate is slowed: "off", "delay",
+        /// "reorder" or "both".
+        enforcement: Enforcement = base().enforcement,
+        /// Calibrate the RTT from the spin bit.
+        spin: bool = true,
+        /// Calibrate the RTT with ICMP echo probes from the system's
+        /// address.
+        icmp: bool = true,
+        /// Connections idle this long are forgotten.
+        idle_timeout: Span = Span(base().idle_timeout),
+        /// Handshakes not completed within this are forgotten.
+        handshake_timeout: Span = Span(base().handshake_timeout),
+        /// The most connections tracked.
+        max_connections: usize = base().max_connections,
+        /// The most connections in their handshake (a newer Initial evicts
+        /// the oldest).
+        max_handshakes: usize = base().max_handshakes,
+        /// Bytes buffered for retransmission per connection.
+        buffer_per_connection: Bytes = Bytes(base().buffer_per_connection as u64),
+        /// Bytes buffered for retransmission in all.
+        buffer_total: Bytes = Bytes(base().buffer_total as u64),
+    }
+}
+
+/// `value` in hundredths if it lies in `0..=high`.
+fn percent(name: &str, value: f64, high: f64) -> Result<u64, String> {
+    if (0.0..=high).contains(&value) {
+        Ok((value * 100.0).round() as u64)
+    } else {
+        Err(format!("`{name}` {value} is outside 0..={high}"))
     }
 }
 
@@ -106,95 +113,78 @@ impl TryFrom<RawPemi> for PemiSettings {
     type Error = String;
 
     fn try_from(raw: RawPemi) -> Result<PemiSettings, String> {
-        let base = PemiConfig::default();
-        let alpha = raw.alpha.unwrap_or(base.alpha);
-        if alpha == 0 {
+        if raw.alpha() == 0 {
             return Err("`alpha` must be at least 1".into());
         }
-        let max_flowlet = raw.max_flowlet.unwrap_or(base.max_flowlet);
-        if max_flowlet < 2 {
+        if raw.max_flowlet() < 2 {
             return Err("`max_flowlet` must be at least 2".into());
         }
-        if raw.threshold_window == Some(0) || raw.max_connections == Some(0) {
-            return Err("`threshold_window` and `max_connections` must be at least 1".into());
+        if raw.threshold_window() == 0 || raw.max_connections() == 0 || raw.max_handshakes() == 0 {
+            return Err(
+                "`threshold_window`, `max_connections` and `max_handshakes` must be at least 1"
+                    .into(),
+            );
         }
+        let tail_grace = raw.tail_grace().0;
         let config = PemiConfig {
-            alpha,
-            beta_percent: percent("beta", raw.beta, u64::from(base.beta_percent), 10.0)? as u32,
-            close_interval: raw.close_interval.map_or(base.close_interval, |s| s.0),
-            max_flowlet,
-            retransmit_cap_percent: percent(
-                "retransmit_cap",
-                raw.retransmit_cap,
-                base.retransmit_cap_percent,
-                1.0,
-            )?,
-            threshold_ratio_percent: percent(
-                "threshold_ratio",
-                raw.threshold_ratio,
-                base.threshold_ratio_percent,
-                1.0,
-            )?,
-            threshold_window: raw.threshold_window.unwrap_or(base.threshold_window),
-            width_ratio_percent: percent(
-                "width_ratio",
-                raw.width_ratio,
-                base.width_ratio_percent,
-                1.0,
-            )?,
-            tail_grace: match raw.tail_grace {
-                None => base.tail_grace,
-                Some(Span(d)) if d.is_zero() => None,
-                Some(Span(d)) => Some(d),
-            },
-            congestion_control: raw.congestion_control.unwrap_or(true),
-            enforcement: raw.enforcement.unwrap_or(base.enforcement),
-            spin_calibration: raw.spin.unwrap_or(true),
-            probe_addr: raw.icmp.unwrap_or(true).then_some(PEMI_PROBE),
-            idle_timeout: raw.idle_timeout.map_or(base.idle_timeout, |s| s.0),
-            max_connections: raw.max_connections.unwrap_or(base.max_connections),
-            buffer_per_connection: raw
-                .buffer_per_connection
-                .map_or(base.buffer_per_connection, |b| b.0 as usize),
-            ..base
+            alpha: raw.alpha(),
+            beta_percent: percent("beta", raw.beta(), 10.0)? as u32,
+            close_interval: raw.close_interval().0,
+            max_flowlet: raw.max_flowlet(),
+            retransmit_cap_percent: percent("retransmit_cap", raw.retransmit_cap(), 1.0)?,
+            threshold_ratio_percent: percent("threshold_ratio", raw.threshold_ratio(), 1.0)?,
+            threshold_window: raw.threshold_window(),
+            width_ratio_percent: percent("width_ratio", raw.width_ratio(), 1.0)?,
+            tail_grace: (!tail_grace.is_zero()).then_some(tail_grace),
+            congestion_control: raw.congestion_control(),
+            enforcement: raw.enforcement(),
+            spin_calibration: raw.spin(),
+            probe_addr: raw.icmp().then_some(PEMI_PROBE),
+            idle_timeout: raw.idle_timeout().0,
+            handshake_timeout: raw.handshake_timeout().0,
+            max_connections: raw.max_connections(),
+            max_handshakes: raw.max_handshakes(),
+            buffer_per_connection: usize::try_from(raw.buffer_per_connection().0)
+                .unwrap_or(usize::MAX),
+            buffer_total: usize::try_from(raw.buffer_total().0).unwrap_or(usize::MAX),
+            ..base()
         };
         Ok(PemiSettings { config })
     }
 }
 
 impl From<PemiSettings> for RawPemi {
+    /// Only what differs from the defaults, so that a file's settings
+    /// serialise as it wrote them.
     fn from(settings: PemiSettings) -> RawPemi {
+        fn differs<T: PartialEq>(value: T, default: T) -> Option<T> {
+            (value != default).then_some(value)
+        }
         let c = settings.config;
-        let base = PemiConfig::default();
-        let differs = |a: bool| a.then_some(());
-        let ratio = |p: u64| p as f64 / 100.0;
+        let d = RawPemi::default();
         RawPemi {
-            alpha: differs(c.alpha != base.alpha).map(|()| c.alpha),
-            beta: differs(c.beta_percent != base.beta_percent)
-                .map(|()| ratio(u64::from(c.beta_percent))),
-            close_interval: differs(c.close_interval != base.close_interval)
-                .map(|()| Span(c.close_interval)),
-            max_flowlet: differs(c.max_flowlet != base.max_flowlet).map(|()| c.max_flowlet),
-            retransmit_cap: differs(c.retransmit_cap_percent != base.retransmit_cap_percent)
-                .map(|()| ratio(c.retransmit_cap_percent)),
-            threshold_ratio: differs(c.threshold_ratio_percent != base.threshold_ratio_percent)
-                .map(|()| ratio(c.threshold_ratio_percent)),
-            threshold_window: differs(c.threshold_window != base.threshold_window)
-                .map(|()| c.threshold_window),
-            width_ratio: differs(c.width_ratio_percent != base.width_ratio_percent)
-                .map(|()| ratio(c.width_ratio_percent)),
-            tail_grace: differs(c.tail_grace != base.tail_grace)
-                .map(|()| Span(c.tail_grace.unwrap_or_default())),
-            congestion_control: differs(!c.congestion_control).map(|()| false),
-            enforcement: differs(c.enforcement != base.enforcement).map(|()| c.enforcement),
-            spin: differs(!c.spin_calibration).map(|()| false),
-            icmp: differs(c.probe_addr.is_none()).map(|()| false),
-            idle_timeout: differs(c.idle_timeout != base.idle_timeout)
-                .map(|()| Span(c.idle_timeout)),
-            max_connections: differs(c.max_connections != base.max_connections)
-                .map(|()| c.max_connections),
-            buffer_per_connection: differs(c.buffer_per_connection != base.buffer_per_connection)
-                .map(|()| Bytes(c.buffer_per_connection as u64)),
+            alpha: differs(c.alpha, d.alpha()),
+            beta: differs(ratio(u64::from(c.beta_percent)), d.beta()),
+            close_interval: differs(Span(c.close_interval), d.close_interval()),
+            max_flowlet: differs(c.max_flowlet, d.max_flowlet()),
+            retransmit_cap: differs(ratio(c.retransmit_cap_percent), d.retransmit_cap()),
+            threshold_ratio: differs(ratio(c.threshold_ratio_percent), d.threshold_ratio()),
+            threshold_window: differs(c.threshold_window, d.threshold_window()),
+            width_ratio: differs(ratio(c.width_ratio_percent), d.width_ratio()),
+            tail_grace: differs(Span(c.tail_grace.unwrap_or_default()), d.tail_grace()),
+            congestion_control: differs(c.congestion_control, d.congestion_control()),
+            enforcement: differs(c.enforcement, d.enforcement()),
+            spin: differs(c.spin_calibration, d.spin()),
+            icmp: differs(c.probe_addr.is_some(), d.icmp()),
+            idle_timeout: differs(Span(c.idle_timeout), d.idle_timeout()),
+            handshake_timeout: differs(Span(c.handshake_timeout), d.handshake_timeout()),
+            max_connections: differs(c.max_connections, d.max_connections()),
+            max_handshakes: differs(c.max_handshakes, d.max_handshakes()),
+            buffer_per_connection: differs(
+                Bytes(c.buffer_per_connection as u64),
+                d.buffer_per_connection(),
+            ),
+            buffer_total: differs(Bytes(c.buffer_total as u64), d.buffer_total()),
         }
     }
 }
@@ -233,12 +223,16 @@ impl System for PemiSettings {
         Some(Box::new(Pemi::new(self.config(true))))
     }
 
-    fn on_testbed(&self, _trial: &TrialSetup<'_>) -> OnTestbed {
+    fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
         // In the path: PEMI forwards every datagram itself (and delays
         // replies when it enforces a rate); the driver hands it the echo
         // replies addressed to its probe address.
+        let mut config = self.config(false);
+        config.probe_addr = config
+            .probe_addr
+            .map(|probe| trial.own_addr(SocketAddr::new(probe, 0)).ip());
         OnTestbed::Engine {
-            engine: Box::new(Pemi::new(self.config(false))),
+            engine: Box::new(Pemi::new(config)),
             placement: Placement::InPath,
             local: Vec::new(),
         }
@@ -248,6 +242,22 @@ impl System for PemiSettings {
         if let Some(pemi) = engine_as::<Pemi>(engine) {
             add_counters(pemi, result);
         }
+    }
+
+    fn stats(&self, engine: &dyn Middlebox, _now: Time) -> serde_json::Value {
+        engine_as::<Pemi>(Some(engine))
+            .and_then(|pemi| serde_json::to_value(pemi.stats()).ok())
+            .unwrap_or_default()
+    }
+
+    fn table(&self, engine: &dyn Middlebox, now: Time) -> Option<(&'static str, Vec<String>)> {
+        let pemi = engine_as::<Pemi>(Some(engine))?;
+        let connections = pemi.connections(now);
+        let lines = connections.iter().map(serde_json::to_string);
+        Some((
+            "connections",
+            lines.map(|line| line.unwrap_or_default()).collect(),
+        ))
     }
 
     fn wants_truth(&self) -> bool {

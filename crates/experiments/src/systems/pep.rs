@@ -2,17 +2,38 @@
 //! tproxy): the papers' "TCP + PEP" baseline, for `transport = "tcp"`,
 //! real mode only. It runs on the middle node's own kernel, in process,
 //! on a thread in the node's namespace ([`emu::tcp::pep`]); both legs use
-//! the client's TCP congestion control.
+//! the client's TCP congestion control unless `controller` names one.
+//!
+//! ```toml
+//! middle = "pep"
+//! middle = { kind = "pep", max_connections = 64, idle_timeout = "30s" }
+//! ```
 
+use super::settings::settings;
 use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup, wrong_middle};
 use crate::outcome::Mode;
+use crate::units::Span;
 use emu::tcp::pep::{self, TcpPep, TcpPepConfig};
 use netsim::Middlebox;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// The PEP.
-pub(crate) struct Pep;
+settings! {
+    /// The PEP's settings.
+    pub struct Pep {
+        /// Both legs' TCP congestion control (`TCP_CONGESTION`; default:
+        /// the client's in a scenario, "cubic" on a router).
+        controller: String,
+        /// Connections relayed at once; more are reset and counted as
+        /// refused.
+        max_connections: usize = TcpPepConfig::default().max_connections,
+        /// A connection that moves no byte either way for this long is
+        /// closed on both legs.
+        idle_timeout: Span = Span(TcpPepConfig::default().idle_timeout),
+        /// The local port nftables' tproxy diverts connections to.
+        port: u16 = TcpPepConfig::default().port,
+    }
+}
 
 impl System for Pep {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
@@ -21,6 +42,9 @@ impl System for Pep {
         }
         if facts.hops < 2 {
             return wrong_middle("a PEP needs a node between two hops");
+        }
+        if self.max_connections() == 0 || self.idle_timeout().0.is_zero() {
+            return wrong_middle("the PEP's `max_connections` and `idle_timeout` must be positive");
         }
         Ok(())
     }
@@ -41,11 +65,16 @@ impl System for Pep {
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
-        let congestion = trial
-            .tcp
-            .map_or_else(|| "cubic".to_string(), |tcp| tcp.client_controller.clone());
+        let congestion = self.controller.clone().unwrap_or_else(|| {
+            trial
+                .tcp
+                .map_or_else(|| "cubic".to_string(), |tcp| tcp.client_controller.clone())
+        });
         OnTestbed::Service(Box::new(PepService(TcpPepConfig {
             congestion,
+            max_connections: self.max_connections(),
+            idle_timeout: self.idle_timeout().0,
+            port: self.port(),
             ..TcpPepConfig::default()
         })))
     }

@@ -16,13 +16,14 @@
 //! server.controller = "tecc"   # with mode = "tecc"
 //! ```
 
+use super::settings::settings;
 use super::{
     Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
     engine_as, wrong_middle,
 };
 use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Bytes;
-use netsim::{Host, Middlebox, Seed};
+use netsim::{Host, Middlebox, Seed, Time};
 use quic::{ConnRecord, QuicConfig, SimClock};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -110,63 +111,73 @@ fn serialize_rate_source<S: serde::Serializer>(
     serializer.serialize_str(rate.name())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTecc {
-    mode: TunnelMode,
-    #[serde(default)]
-    group: Option<u16>,
-    #[serde(default)]
-    tunnel_cc: Option<TunnelCc>,
-    #[serde(default)]
-    outer_payload: Option<u16>,
-    #[serde(default)]
-    queue_limit: Option<Bytes>,
-    #[serde(default)]
-    max_retransmissions: Option<u8>,
-    #[serde(default)]
-    tunnel_rate: Option<String>,
+settings! {
+    /// The TECC tunnel's settings as written.
+    pub(crate) struct RawTecc {
+        /// The tunnel mode (required): "mst" (capsules on the CONNECT
+        /// stream), "msgt" (a group of streams), "mdt" (QUIC datagrams),
+        /// "rmdt" (datagrams resent when lost), "mft" (QUIC-aware
+        /// forwarding) or "tecc" (RMDT with feedback to the server).
+        mode: TunnelMode,
+        /// Streams per tunnel in MSGT, 2..=16 (default 4; MSGT only).
+        group: u16,
+        /// The tunnel connection's congestion control: "none", "cubic" or
+        /// "bbr" (default "bbr" for mode "tecc", "none" otherwise).
+        tunnel_cc: TunnelCc,
+        /// The tunnel connection's UDP payload, 1250..=1452 bytes.
+        outer_payload: u16 = 1350,
+        /// The tunnel's queue per direction.
+        queue_limit: Bytes = Bytes(4_000_000),
+        /// RMDT: resends of one datagram at most.
+        max_retransmissions: u8 = 4,
+        /// Mode "tecc": what the feedback reports as the tunnel's rate,
+        /// "pacing" (its controller's pacing rate) or "sent" (the bytes
+        /// sent per cycle).
+        tunnel_rate: String = RateSource::default().name().to_string(),
+    }
 }
 
 impl TryFrom<RawTecc> for Tecc {
     type Error = String;
 
     fn try_from(raw: RawTecc) -> Result<Tecc, String> {
-        let group = match (raw.mode, raw.group) {
+        let Some(mode) = raw.mode else {
+            return Err("give `mode`: mst, msgt, mdt, rmdt, mft or tecc".into());
+        };
+        let group = match (mode, raw.group) {
             (TunnelMode::Msgt, None) => 4,
             (TunnelMode::Msgt, Some(n)) if (2..=16).contains(&n) => n,
             (TunnelMode::Msgt, Some(_)) => return Err("`group` must be 2..=16".into()),
             (_, Some(_)) => return Err("`group` applies to mode = \"msgt\" only".into()),
             (_, None) => 1,
         };
-        let outer_payload = raw.outer_payload.unwrap_or(1350);
+        let outer_payload = raw.outer_payload();
         if !(1250..=1452).contains(&outer_payload) {
             return Err("`outer_payload` must be 1250..=1452".into());
         }
-        let queue_limit = raw.queue_limit.map_or(4_000_000, |b| b.0);
+        let queue_limit = raw.queue_limit().0;
         if !(10_000..=1_000_000_000).contains(&queue_limit) {
             return Err("`queue_limit` must be 10kB..1GB".into());
         }
-        if raw.tunnel_rate.is_some() && raw.mode != TunnelMode::Tecc {
+        if raw.tunnel_rate.is_some() && mode != TunnelMode::Tecc {
             return Err("`tunnel_rate` applies to mode = \"tecc\" only".into());
         }
         let tunnel_rate = raw
-            .tunnel_rate
-            .map(|text| text.parse::<RateSource>())
-            .transpose()
+            .tunnel_rate()
+            .parse::<RateSource>()
             .map_err(|e| format!("`tunnel_rate`: {e}"))?;
-        let default_cc = match raw.mode {
+        let default_cc = match mode {
             TunnelMode::Tecc => TunnelCc::Bbr,
             _ => TunnelCc::None,
         };
         Ok(Tecc {
-            mode: raw.mode,
+            mode,
             group,
             tunnel_cc: raw.tunnel_cc.unwrap_or(default_cc),
             outer_payload,
             queue_limit,
-            max_retransmissions: raw.max_retransmissions.unwrap_or(4),
-            tunnel_rate: tunnel_rate.unwrap_or_default(),
+            max_retransmissions: raw.max_retransmissions(),
+            tunnel_rate,
         })
     }
 }
@@ -205,21 +216,17 @@ impl Tecc {
         tunnel::outer_config(base, self.outer_payload)
     }
 
-    /// The tunnel server engine allowing `targets`, sampling its sending
-    /// state every `sample_interval` if given.
-    pub fn server(
+    /// The tunnel server engine on `addr`, allowing `allow`, sampling its
+    /// sending state every `sample_interval` if given.
+    fn server(
         &self,
         seed: Seed,
-        targets: impl IntoIterator<Item = SocketAddr>,
+        addr: SocketAddr,
+        allow: AllowList,
         sample_interval: Option<std::time::Duration>,
     ) -> TunnelServer {
-        let allow = targets
-            .into_iter()
-            .fold(AllowList::default(), |list, target| {
-                list.allow(target.ip(), target.port()..=target.port())
-            });
         TunnelServer::new(TunnelServerConfig {
-            addr: TUNNEL_SERVER,
+            addr,
             quic: self.outer_quic(seed.derive("tunnel-server")),
             shared: ServerShared {
                 settings: self.settings(),
@@ -229,6 +236,23 @@ impl Tecc {
             },
             first_port: FIRST_PORT,
         })
+    }
+}
+
+/// The targets a tunnel server may reach: the router's allowed ones, or
+/// the trial's servers.
+fn allow_list(trial: &TrialSetup<'_>) -> AllowList {
+    match trial.router {
+        Some(site) => site
+            .allow
+            .iter()
+            .fold(AllowList::default(), |list, (ip, ports)| {
+                list.allow(*ip, ports.clone())
+            }),
+        None => trial.flows.iter().fold(AllowList::default(), |list, flow| {
+            let port = flow.server.port();
+            list.allow(flow.server.ip(), port..=port)
+        }),
     }
 }
 
@@ -307,23 +331,23 @@ impl System for Tecc {
     }
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
-        let targets = trial.flows.iter().map(|flow| flow.server);
         Some(Box::new(self.server(
             trial.seed,
-            targets,
+            TUNNEL_SERVER,
+            allow_list(trial),
             trial.quic.sample_interval,
         )))
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
-        let targets = trial.flows.iter().map(|flow| flow.server);
-        let mut local = vec![TUNNEL_SERVER];
-        local.extend(
-            (0..TESTBED_PORTS).map(|i| SocketAddr::new(TUNNEL_SERVER.ip(), FIRST_PORT + i)),
-        );
+        // A server on sockets of its own: its address and the ports it
+        // reaches targets from (16 per client connection).
+        let addr = trial.own_addr(TUNNEL_SERVER);
+        let mut local = vec![addr];
+        local.extend((0..TESTBED_PORTS).map(|i| SocketAddr::new(addr.ip(), FIRST_PORT + i)));
         OnTestbed::Engine {
-            engine: Box::new(self.server(trial.seed, targets, None)),
-            placement: Placement::InPath,
+            engine: Box::new(self.server(trial.seed, addr, allow_list(trial), None)),
+            placement: Placement::OwnSockets,
             local,
         }
     }
@@ -342,6 +366,23 @@ impl System for Tecc {
             client_cids: served.feeds.client_cids.clone(),
         };
         Box::new(Wrapped::new(client, config))
+    }
+
+    fn stats(&self, engine: &dyn Middlebox, _now: Time) -> serde_json::Value {
+        let Some(server) = engine_as::<TunnelServer>(Some(engine)) else {
+            return serde_json::Value::Null;
+        };
+        let stats = server.stats();
+        let sum = |f: fn(&tunnel::ServerStats) -> u64| stats.iter().map(f).sum::<u64>();
+        serde_json::json!({
+            "connections": stats.len(),
+            "tunnels": sum(|s| s.tunnels),
+            "refused": sum(|s| s.refused),
+            "forbidden": sum(|s| s.forbidden),
+            "to_targets": sum(|s| s.to_targets),
+            "from_targets": sum(|s| s.from_targets),
+            "retransmitted": sum(|s| s.sender.retransmitted),
+        })
     }
 
     fn collect(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {

@@ -302,5 +302,6 @@ pub(crate) fn with_setup<T>(
         flows: &served,
         topology,
         tcp,
+        router: None,
     })
 }

@@ -292,6 +292,7 @@ fn start_middle(testbed: &Testbed, at: usize, on_testbed: OnTestbed) -> Result<M
                         .ok_or_else(|| format!("no middle node {at}"))?,
                 },
                 Placement::Beside => emu::driver::Placement::Beside { sniff: vec![0] },
+                Placement::OwnSockets => emu::driver::Placement::Beside { sniff: Vec::new() },
             };
             let local = local
                 .into_iter()

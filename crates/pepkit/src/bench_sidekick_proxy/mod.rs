@@ -1,6 +1,6 @@
 //! `pepkit bench sidekick-proxy`: how many packets per second the Sidekick
 //! proxy daemon sustains on one core while quACKing every flow, against
-//! the same capture loop doing nothing (`emu::bench::proxy_capacity`).
+//! the same capture loop doing nothing (`capacity/`).
 //!
 //! Needs root: it builds two network namespaces joined by a veth pair,
 //! offers the load inside them and removes them at the end.
@@ -8,7 +8,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use emu::bench::proxy_capacity::{CapacityConfig, CapacityReport, run as measure};
+mod capacity;
+
+use capacity::{CapacityConfig, CapacityReport, run as measure};
 
 /// Options of `pepkit bench sidekick-proxy`.
 #[derive(clap::Args)]

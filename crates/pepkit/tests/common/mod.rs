@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod middle;
+
 use emu::{HostDriver, RealClock, RunUntil};
 use netsim::{Host, Seed, Time};
 use quic::{

@@ -6,8 +6,8 @@
 use super::{
     CONTROL_PORT, CapacityConfig, FLOW_PORT, GEN_IP, GEN_MAC, PROXY_CONTROL, PROXY_MAC, SINK, TICK,
 };
-use crate::driver::frame::write_ipv4_packet;
-use crate::sys::PacketSocket;
+use emu::driver::frame::write_ipv4_packet;
+use emu::sys::PacketSocket;
 use netsim::Datagram;
 use sidekick::wire::{Config, Control, Discovery, Interval};
 use std::io;

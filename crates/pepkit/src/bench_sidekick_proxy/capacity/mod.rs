@@ -12,8 +12,9 @@
 //! Then the generator offers a fixed load (small UDP datagrams, random
 //! identifiers at offset 21, round robin over the flows, in 1 ms bursts
 //! sent with `sendmmsg` on a packet socket) while the daemon's thread
-//! alternates phases of the *same* loop ([`SidekickDaemon::turn`], i.e.
-//! the generic middlebox driver beside the path, [`crate::driver`]):
+//! alternates phases of the *same* loop (the generic middlebox driver
+//! beside the path, [`emu::driver::MiddleDriver::turn`], as `pepkit middle
+//! sidekick` runs it):
 //! **null** (capture and parse, no engine) and **full** (the engine, with
 //! its quACKs sent), in the order null, full, full, null, … so that a
 //! drift in the machine's speed affects both alike. For each phase it
@@ -22,21 +23,22 @@
 //! one core sustains, and full ÷ null says what the engine costs.
 //!
 //! Everything happens inside namespaces this module creates (called
-//! `pk-<pid>-cap<n>-…`, so [`crate::sweep_stale`] finds them after a
+//! `pk-<pid>-cap<n>-…`, so [`emu::sweep_stale`] finds them after a
 //! crash); they are removed when the run ends, on error too. The
 //! generator's side is in `generator.rs`; here are the namespaces, the
 //! proxy thread's phases and the report.
 
 mod generator;
 
-use crate::sidekick_daemon::{
-    DaemonError, DaemonStats, MAX_SLEEP, SidekickDaemon, SidekickDaemonConfig,
+use emu::driver::{
+    DriverError, DriverInterface, MAX_SLEEP, MiddleDriver, MiddleNodeSpec, MiddleStats, Placement,
 };
-use crate::sys::command::{CommandError, in_netns, ip};
-use crate::sys::{enter_netns, thread_cpu_time};
+use emu::sys::command::{CommandError, in_netns, ip};
+use emu::sys::{enter_netns, thread_cpu_time};
 use generator::generate;
+use netsim::Seed;
 use serde::Serialize;
-use std::io;
+use sidekick::{ProxyConfig, ProxyStats, SidekickProxy};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -60,23 +62,23 @@ const TICK: Duration = Duration::from_millis(1);
 
 /// What to measure.
 #[derive(Clone, Debug, Serialize)]
-pub struct CapacityConfig {
+pub(crate) struct CapacityConfig {
     /// Flows, each configured for quACKs.
-    pub flows: usize,
+    pub(crate) flows: usize,
     /// Each flow asks for a quACK every this many packets.
-    pub interval_packets: u32,
+    pub(crate) interval_packets: u32,
     /// The quACK threshold t.
-    pub threshold: u8,
+    pub(crate) threshold: u8,
     /// The offered load, packets per second (keep it at most ~100k on a
     /// small machine).
-    pub rate: u32,
+    pub(crate) rate: u32,
     /// UDP payload bytes per packet (at least 25: identifier at 21..25).
-    pub payload_len: usize,
+    pub(crate) payload_len: usize,
     /// The length of one phase (`phase_seconds` in JSON).
     #[serde(rename = "phase_seconds", serialize_with = "seconds")]
-    pub phase: Duration,
+    pub(crate) phase: Duration,
     /// Rounds; each round is one null and one full phase.
-    pub rounds: u32,
+    pub(crate) rounds: u32,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -101,29 +103,29 @@ impl Default for CapacityConfig {
 
 /// One mode's totals over its phases.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct ModeResult {
+pub(crate) struct ModeResult {
     /// `null` (capture and parse) or `full` (the engine too).
-    pub mode: &'static str,
+    pub(crate) mode: &'static str,
     /// Datagrams the loop handled.
-    pub packets: u64,
+    pub(crate) packets: u64,
     /// The loop thread's CPU time.
-    pub cpu_seconds: f64,
+    pub(crate) cpu_seconds: f64,
     /// Wall-clock time of the phases.
-    pub wall_seconds: f64,
+    pub(crate) wall_seconds: f64,
     /// CPU time per packet.
-    pub cpu_ns_per_packet: f64,
+    pub(crate) cpu_ns_per_packet: f64,
     /// Packets per second one core sustains at that cost.
-    pub sustained_pps: f64,
+    pub(crate) sustained_pps: f64,
     /// The share of a core the loop used at the offered load.
-    pub core_share: f64,
+    pub(crate) core_share: f64,
     /// Frames the kernel dropped before the loop read them.
-    pub kernel_drops: u64,
+    pub(crate) kernel_drops: u64,
     /// QuACKs sent.
-    pub quacks: u64,
+    pub(crate) quacks: u64,
     /// Turns of the loop (wake-ups).
-    pub turns: u64,
+    pub(crate) turns: u64,
     /// Packets per turn: how well receives were batched.
-    pub packets_per_turn: f64,
+    pub(crate) packets_per_turn: f64,
 }
 
 impl ModeResult {
@@ -150,35 +152,37 @@ impl ModeResult {
 
 /// The measurement.
 #[derive(Clone, Debug, Serialize)]
-pub struct CapacityReport {
+pub(crate) struct CapacityReport {
     /// What was measured.
-    pub config: CapacityConfig,
+    pub(crate) config: CapacityConfig,
     /// Flows the proxy had configured when the load started.
-    pub configured_flows: usize,
+    pub(crate) configured_flows: usize,
     /// The load the generator achieved, packets per second.
-    pub offered_pps: f64,
+    pub(crate) offered_pps: f64,
     /// Capture and parse only.
-    pub null: ModeResult,
+    pub(crate) null: ModeResult,
     /// The daemon's full work.
-    pub full: ModeResult,
+    pub(crate) full: ModeResult,
     /// Full's sustained packets per second over null's.
-    pub ratio: f64,
-    /// The daemon's counters at the end.
-    pub daemon: DaemonStats,
+    pub(crate) ratio: f64,
+    /// The driver's counters at the end.
+    pub(crate) driver: MiddleStats,
+    /// The proxy engine's counters at the end.
+    pub(crate) proxy: ProxyStats,
 }
 
 /// Why the measurement could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum CapacityError {
+pub(crate) enum CapacityError {
     /// Real mode is not available here.
     #[error("real mode {0}")]
     Unavailable(String),
     /// Setting up the namespaces failed.
     #[error(transparent)]
     Command(#[from] CommandError),
-    /// The daemon failed.
-    #[error("the daemon: {0}")]
-    Daemon(#[from] DaemonError),
+    /// The proxy's driver failed.
+    #[error("the proxy: {0}")]
+    Daemon(#[from] DriverError),
     /// The generator failed.
     #[error("the generator: {0}")]
     Generator(String),
@@ -212,7 +216,7 @@ fn build(guard: &mut Namespaces) -> Result<(String, String), CommandError> {
     );
     let (gen_ns, proxy_ns) = (format!("{prefix}-gen"), format!("{prefix}-proxy"));
     for ns in [&gen_ns, &proxy_ns] {
-        crate::testbed::add_namespace(ns, &mut guard.0)?;
+        emu::add_namespace(ns, &mut guard.0)?;
     }
     ip(&[
         "link",
@@ -283,10 +287,10 @@ fn build(guard: &mut Namespaces) -> Result<(String, String), CommandError> {
 }
 
 /// Runs the measurement.
-pub fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
+pub(crate) fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
     check(config)?;
-    crate::available().map_err(CapacityError::Unavailable)?;
-    crate::sweep_stale();
+    emu::available().map_err(CapacityError::Unavailable)?;
+    emu::sweep_stale();
     let mut guard = Namespaces(Vec::new());
     let (gen_ns, proxy_ns) = build(&mut guard)?;
     let flags = Flags::default();
@@ -304,7 +308,8 @@ pub fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
         configured_flows,
         null,
         full,
-        daemon,
+        driver,
+        proxy,
     } = measured?;
     let ratio = if null.sustained_pps > 0.0 {
         full.sustained_pps / null.sustained_pps
@@ -319,7 +324,8 @@ pub fn run(config: &CapacityConfig) -> Result<CapacityReport, CapacityError> {
         null,
         full,
         ratio,
-        daemon,
+        driver,
+        proxy,
     })
 }
 
@@ -360,9 +366,14 @@ struct Measured {
     configured_flows: usize,
     null: ModeResult,
     full: ModeResult,
-    /// The daemon's counters at the end.
-    daemon: DaemonStats,
+    /// The driver's and the engine's counters at the end.
+    driver: MiddleStats,
+    proxy: ProxyStats,
 }
+
+/// The proxy engine on the middlebox driver beside the path, as `pepkit
+/// middle sidekick` runs it.
+type Proxy = MiddleDriver<SidekickProxy>;
 
 /// Starts the proxy thread in `proxy_ns`: it opens the daemon, then
 /// measures ([`measure`]). Returns once the daemon is open.
@@ -404,18 +415,27 @@ fn spawn_proxy(
     Ok(daemon)
 }
 
-/// Enters `netns` and opens the daemon there on `eth0`, seeded.
-fn open_daemon(netns: &str) -> Result<SidekickDaemon, DaemonError> {
-    enter_netns(netns)
-        .map_err(|e| DaemonError::Io {
-            what: format!("namespace {netns}"),
-            source: e,
-        })
-        .and_then(|()| {
-            let mut c = SidekickDaemonConfig::new("eth0", PROXY_CONTROL);
-            c.seed = Some(1);
-            SidekickDaemon::open(&c)
-        })
+/// Enters `netns` and opens the proxy there beside `eth0`, seeded.
+fn open_daemon(netns: &str) -> Result<Proxy, DriverError> {
+    enter_netns(netns).map_err(|e| DriverError::Io {
+        what: format!("namespace {netns}"),
+        source: e,
+    })?;
+    let mut config = ProxyConfig::new(PROXY_CONTROL.into(), Seed::new(1));
+    config.forward = false;
+    let spec = MiddleNodeSpec {
+        interfaces: vec![DriverInterface::sniffed("eth0")],
+        placement: Placement::Beside { sniff: vec![0] },
+        local: vec![PROXY_CONTROL],
+    };
+    MiddleDriver::open(spec, SidekickProxy::new(config), emu::RealClock::start())
+}
+
+/// Flows the proxy's senders configured.
+fn configured_flows(daemon: &Proxy) -> usize {
+    let now = daemon.clock().now();
+    let flows = daemon.engine().flows(now);
+    flows.iter().filter(|f| f.configured()).count()
 }
 
 /// Starts the generator thread in `gen_ns` ([`generate`]); it raises the
@@ -444,12 +464,11 @@ fn spawn_generator(
 /// The proxy thread: the full loop while the flows configure, then the
 /// phases.
 fn measure(
-    daemon: &mut SidekickDaemon,
+    daemon: &mut Proxy,
     config: &CapacityConfig,
     warm: &AtomicBool,
     abort: &AtomicBool,
 ) -> Result<Measured, CapacityError> {
-    let mut log = io::sink();
     let limit = Instant::now() + Duration::from_secs(20);
     while !warm.load(Ordering::Relaxed) {
         if abort.load(Ordering::Relaxed) || Instant::now() > limit {
@@ -457,13 +476,13 @@ fn measure(
                 "the flows were not configured".into(),
             ));
         }
-        daemon.turn(MAX_SLEEP, &mut log)?;
+        daemon.turn(MAX_SLEEP)?;
     }
-    let configured = daemon.stats().configured_flows;
+    let configured = configured_flows(daemon);
     // Let the load settle before the first phase.
     let settle = Instant::now() + Duration::from_millis(200);
     while Instant::now() < settle {
-        daemon.turn(MAX_SLEEP, &mut log)?;
+        daemon.turn(MAX_SLEEP)?;
     }
     let mut null = ModeResult {
         mode: "null",
@@ -485,24 +504,24 @@ fn measure(
                 return Err(CapacityError::Generator("the generator stopped".into()));
             }
             daemon.set_null(is_null);
-            let before = daemon.stats();
+            let before = (daemon.stats(), *daemon.engine().stats());
             let cpu0 = thread_cpu_time().map_err(|e| CapacityError::Generator(e.to_string()))?;
             let start = Instant::now();
             while start.elapsed() < config.phase {
-                daemon.turn(MAX_SLEEP, &mut log)?;
+                daemon.turn(MAX_SLEEP)?;
             }
             let cpu1 = thread_cpu_time().map_err(|e| CapacityError::Generator(e.to_string()))?;
             let wall = start.elapsed();
-            let after = daemon.stats();
+            let after = (daemon.stats(), *daemon.engine().stats());
             let target = if is_null { &mut null } else { &mut full };
             target.add(
-                after.datagrams - before.datagrams,
+                after.0.datagrams - before.0.datagrams,
                 cpu1.saturating_sub(cpu0),
                 wall,
-                after.kernel_drops - before.kernel_drops,
-                after.proxy.quacks - before.proxy.quacks,
+                after.0.kernel_drops - before.0.kernel_drops,
+                after.1.quacks - before.1.quacks,
             );
-            target.add_turns(after.turns - before.turns);
+            target.add_turns(after.0.turns - before.0.turns);
         }
     }
     daemon.set_null(false);
@@ -510,7 +529,8 @@ fn measure(
         configured_flows: configured,
         null,
         full,
-        daemon: daemon.stats(),
+        driver: daemon.stats(),
+        proxy: *daemon.engine().stats(),
     })
 }
 
@@ -551,5 +571,38 @@ mod tests {
         assert_eq!(m.cpu_ns_per_packet, 500.0);
         assert_eq!(m.sustained_pps, 2_000_000.0);
         assert_eq!((m.kernel_drops, m.quacks), (2, 3));
+    }
+
+    #[test]
+    fn the_capacity_measurement_runs_and_cleans_up() {
+        if !emu::require_real_or_skip("the_capacity_measurement_runs_and_cleans_up") {
+            return;
+        }
+        let config = CapacityConfig {
+            flows: 8,
+            interval_packets: 8,
+            rate: 10_000,
+            phase: Duration::from_millis(300),
+            rounds: 1,
+            ..CapacityConfig::default()
+        };
+        let report = run(&config).expect("the measurement runs");
+        eprintln!("{}", serde_json::to_string(&report).unwrap());
+        assert_eq!(report.configured_flows, 8);
+        for mode in [&report.null, &report.full] {
+            // 0.3 s at 10k packets/s.
+            assert!(mode.packets > 2000, "{mode:?}");
+            assert!(mode.cpu_ns_per_packet > 0.0, "{mode:?}");
+        }
+        assert_eq!(report.null.quacks, 0);
+        assert!(
+            report.full.quacks >= report.full.packets / 8 - 8,
+            "{report:?}"
+        );
+        assert!(report.ratio > 0.0);
+        // Its namespaces are gone.
+        let left = ip(&["netns", "list"]).unwrap();
+        let prefix = format!("pk-{}-cap", std::process::id());
+        assert!(!left.contains(&prefix), "{left}");
     }
 }
