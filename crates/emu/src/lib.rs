@@ -21,10 +21,10 @@
 //!   kernel forwards, the driver sniffs), handed back when it stops
 //!   ([`driver::MiddleDriver`]); the Ethernet frames it parses and builds
 //!   ([`driver::frame`]).
-//! * **Linux TCP** ([`tcp`]): bulk transfers on kernel sockets with a
-//!   congestion controller per socket ([`tcp::bulk`], [`tcp::congestion`])
-//!   and the transparent split-connection TCP PEP with its nftables
-//!   interception ([`tcp::pep`]).
+//! * **Linux TCP** ([`tcp`]): bulk transfers and time-bounded flows on
+//!   kernel sockets with a congestion controller per socket ([`tcp::bulk`],
+//!   [`tcp::stream`], [`tcp::congestion`]), the baselines the TCP PEP
+//!   (the `pep` crate) splits.
 //! * **Routers** ([`router`]): what a middle system's daemon takes from
 //!   the real router it runs on — interfaces, their MACs and their
 //!   neighbours', routes, the router's addresses — the same for every

@@ -1,7 +1,7 @@
 //! The split-connection TCP PEP (PEPsal-like, transparent with nftables
 //! tproxy): the papers' "TCP + PEP" baseline, for `transport = "tcp"`,
 //! real mode only. It runs on the middle node's own kernel, in process,
-//! on a thread in the node's namespace ([`emu::tcp::pep`]); both legs use
+//! on a thread in the node's namespace (the `pep` crate); both legs use
 //! the client's TCP congestion control unless `controller` names one.
 //!
 //! ```toml
@@ -13,7 +13,7 @@ use super::settings::settings;
 use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup, wrong_middle};
 use crate::outcome::Mode;
 use crate::units::Span;
-use emu::tcp::pep::{self, TcpPep, TcpPepConfig};
+use ::pep::{self as tcp_pep, TcpPep, TcpPepConfig};
 use netsim::Middlebox;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -92,12 +92,12 @@ impl Service for PepService {
         let config = self.0;
         // The rules go in before the PEP listens: a connection that
         // started in between would be reset.
-        pep::install(config.port).map_err(|e| e.to_string())?;
+        tcp_pep::install(config.port).map_err(|e| e.to_string())?;
         let ran = TcpPep::new(config).and_then(|pep| {
             ready();
             pep.run(stop)
         });
-        let removed = pep::uninstall();
+        let removed = tcp_pep::uninstall();
         let stats = ran.map_err(|e| e.to_string())?;
         removed.map_err(|e| e.to_string())?;
         let serde_json::Value::Object(fields) =

@@ -38,10 +38,10 @@ pub use rules::{
     FWMARK, ROUTE_TABLE, RoutingCommands, TABLE, install, routing_commands, ruleset, uninstall,
 };
 
-use crate::sys::command::CommandError;
-use crate::tcp::congestion::{CongestionError, set_congestion};
-use crate::tcp::{is_timeout, is_transient_accept_error};
 use connection::Shared;
+use emu::sys::command::CommandError;
+use emu::tcp::congestion::{CongestionError, set_congestion};
+use emu::tcp::{is_timeout, is_transient_accept_error};
 use serde::Serialize;
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use std::io::{self, ErrorKind};

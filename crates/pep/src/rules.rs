@@ -3,8 +3,8 @@
 //! the PEP's listener, policy routing that delivers marked packets to the
 //! local stack, and installing and removing both.
 
-use super::PepError;
-use crate::sys::command::{self, CommandError};
+use crate::PepError;
+use emu::sys::command::{self, CommandError};
 use std::thread;
 use std::time::Duration;
 

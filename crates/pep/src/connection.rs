@@ -3,9 +3,9 @@
 //! threads that copy bytes, one per direction, until both ends close, it
 //! idles out, an error breaks it or the PEP stops.
 
-use super::{Counters, POLL_INTERVAL, TcpPepConfig};
-use crate::tcp::congestion::set_congestion;
-use crate::tcp::is_timeout;
+use crate::{Counters, POLL_INTERVAL, TcpPepConfig};
+use emu::tcp::congestion::set_congestion;
+use emu::tcp::is_timeout;
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
@@ -357,7 +357,7 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::bulk::{BulkDirection, TcpBulkServer, TcpBulkServerConfig, encode_header};
+    use emu::tcp::bulk::{BulkDirection, TcpBulkServer, TcpBulkServerConfig, encode_header};
     use std::net::TcpListener;
 
     /// Whether this process may set `IP_TRANSPARENT` (root).
@@ -367,7 +367,7 @@ mod tests {
         let check = Socket::new(Domain::IPV4, Type::STREAM, None)
             .and_then(|s| s.set_ip_transparent_v4(true))
             .map_err(|e| format!("IP_TRANSPARENT needs root (CAP_NET_ADMIN): {e}"));
-        crate::require_or_skip(test, check)
+        emu::require_or_skip(test, check)
     }
 
     fn shared(config: TcpPepConfig) -> Arc<Shared> {
