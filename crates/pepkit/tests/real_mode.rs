@@ -205,7 +205,7 @@ middle = {{ kind = "sidekick", interval_packets = 2, threshold = 8 }}
     // About 400 packets at 3.6% loss: some 14 lost, and the sender resends
     // them from quACKs (a quACK every 2 packets, about one per 40 ms).
     // Whether that lowers the tail of the de-jitter delay needs the full
-    // 60 s of scenario 1 (docs/real-mode.md); this checks the mechanism.
+    // 60 s of scenario 1 (docs/results/sidekick.md); this checks the mechanism.
     assert!(median(&summary, "Sidekick", "sidekick_retransmitted").unwrap() >= 3.0);
     let quacks = median(&summary, "Sidekick", "proxy_quacks").unwrap();
     assert!(quacks > 150.0, "{quacks} quACKs for about 400 packets");

@@ -358,7 +358,7 @@ pub fn compare_modes(sim_dir: &Path, real_dir: &Path) -> std::io::Result<Option<
         "\n## Simulator and real mode side by side\n\n\
          The simulator's results (`{}`) beside real mode's (`{}`, a testbed of \
          network namespaces with the user-space link emulator). Gaps over 15% are \
-         flagged; docs/real-mode.md explains the known ones.\n\n{table}",
+         flagged; docs/results/ explains the known ones.\n\n{table}",
         sim_dir.display(),
         real_dir.display()
     );

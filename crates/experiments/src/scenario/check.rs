@@ -11,7 +11,7 @@
 //! # minus = "..."                  # or: bound median(variant) − median(minus)
 //! at_least = 3.0                   # and/or at_most
 //! # statistic = "max"              # bound the largest trial's value instead
-//! # gap = "docs/tecc-eval.md#table-2-rtt-fairness"  # where a failure is explained
+//! # gap = "docs/results/tecc.md#table-2-client-delays"  # where a failure is explained
 //! ```
 //!
 //! Over a swept variant's points (its *series*): `across = "min"`,
@@ -60,7 +60,7 @@ pub struct Check {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossing: Option<f64>,
     /// Where a failure of this claim is explained (a doc's section,
-    /// `docs/tecc-eval.md#figure-2-…`): the report names it beside the
+    /// `docs/results/tecc.md#figure-2-…`): the report names it beside the
     /// verdict, so a reader of a failed run finds why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap: Option<String>,

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! `chunk_variability` makes chunk sizes vary as a VBR encoding's do
-//! (docs/proteus-video.md): chunk `i` of every level is `bitrate × chunk
+//! (docs/proteus.md, "Variable chunk sizes"): chunk `i` of every level is `bitrate × chunk
 //! × m_i` bytes, `m_i` lognormal with mean 1 and coefficient of variation
 //! `cv`, clamped at `peak`, drawn per flow from the trial's seed. Without
 //! it every chunk is exactly `bitrate × chunk` (constant bitrate).

@@ -1,5 +1,5 @@
 //! Chunk sizes: constant bitrate, or a VBR encoding's sizes varying with
-//! the scene (docs/proteus-video.md, "Variable chunk sizes").
+//! the scene (docs/proteus.md, "Variable chunk sizes").
 //!
 //! A VBR chunk `i` of a level has `bitrate × chunk × m_i` bytes, with one
 //! multiplier `m_i` per chunk index shared by every level (a complex scene
@@ -99,7 +99,7 @@ mod tests {
         let capped = all.iter().filter(|&&m| m == 2.0).count() as f64 / n as f64;
         assert!(all.iter().all(|&m| m > 0.0 && m <= 2.0));
         // The clamp at 2 takes the mean from 1 to 0.995 and the share at
-        // the cap is 1/60 (docs/proteus-video.md).
+        // the cap is 1/60 (docs/proteus.md).
         assert!((mean - 0.995).abs() < 0.003, "mean {mean}");
         assert!((capped - 1.0 / 60.0).abs() < 0.002, "at the cap {capped}");
         // Below 0.37: the clamp trims the upper tail.
