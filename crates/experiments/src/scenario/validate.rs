@@ -358,10 +358,9 @@ impl RawScenario {
 
     /// One Linux TCP bulk transfer.
     fn tcp_transfer(&self, traits: Traits) -> Result<TcpTransfer, Problem> {
-        let Workload::Bulk(bulk) = &self.workload else {
+        let (true, Some(transfer)) = (traits.kernel_tcp, traits.transfer) else {
             return fail("transport", "tcp carries the bulk workload only");
         };
-        debug_assert!(traits.kernel_tcp);
         if !self.flows.is_empty() {
             return fail("flows", "competing flows are QUIC only");
         }
@@ -381,7 +380,7 @@ impl RawScenario {
                 "with transport = \"tcp\", a Linux congestion control's name such as \"cubic\"",
             ),
         };
-        let crate::workloads::Amount::Size(size) = bulk.amount else {
+        let crate::workloads::Amount::Size(size) = transfer.amount else {
             return fail(
                 "workload.duration",
                 "with transport = \"tcp\", a bulk transfer has a `size`",
@@ -390,7 +389,7 @@ impl RawScenario {
         Ok(TcpTransfer {
             client: endpoint_addr(&self.client, CLIENT_PORT),
             server: endpoint_addr(&self.server, SERVER_PORT),
-            direction: bulk.direction,
+            direction: transfer.direction,
             size: size.0,
             client_controller: linux(&self.client, "client")?,
             server_controller: linux(&self.server, "server")?,

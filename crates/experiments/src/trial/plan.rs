@@ -121,14 +121,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(scenario, index, flow);
         if let Some(congestion) = &flow.kernel_tcp {
-            let amount = match (flow.amount, &scenario.workload_of(flow)) {
-                (Some(amount), _) => amount,
-                (None, crate::workloads::Workload::Bulk(bulk)) => bulk.amount,
-                // Validation allows Linux TCP flows for bulk uploads only.
-                (None, _) => {
-                    crate::workloads::Amount::Until(crate::units::Span(scenario.time_limit))
-                }
-            };
+            // Validation allows Linux TCP flows for transfers only.
+            let transfer = scenario.workload_of(flow).traits().transfer;
+            let amount = flow
+                .amount
+                .or(transfer.map(|transfer| transfer.amount))
+                .unwrap_or(crate::workloads::Amount::Until(crate::units::Span(
+                    scenario.time_limit,
+                )));
             built.push(FlowHosts {
                 endpoints: Endpoints::KernelTcp {
                     congestion: congestion.clone(),
