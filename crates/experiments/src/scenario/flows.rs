@@ -2,9 +2,11 @@
 //! flow's fields read and checked against the rest of the scenario, and
 //! the flow whose series a trial records (`sample_flow`).
 
-use super::endpoint::{ack_frequency, loss_detection, offset_addr, quic_controller};
+use super::endpoint::{
+    CLIENT_PORT, SERVER_PORT, ack_frequency, loss_detection, offset_addr, quic_controller,
+};
+use super::error::fail;
 use super::raw::{RawEndpoint, RawFlow, RawScenario, Transport};
-use super::validate::{CLIENT_PORT, SERVER_PORT, fail};
 use super::{Flow, Traffic};
 use crate::outcome::slug;
 use crate::systems::{Problem, Topology};
