@@ -1,4 +1,4 @@
-//! One trial: a plan of hosts and engines built from a validated
+//! One trial: a plan of hosts and engines built once from a validated
 //! [`Scenario`] ([`plan`]), run by one of two drivers — the simulator
 //! ([`sim`]) or a real testbed ([`real`]) — and read back into a
 //! [`TrialResult`] by the same code ([`collect`]), whichever ran it.

@@ -12,7 +12,7 @@
 
 use super::Prepared;
 use super::middle_cpu::KeptOff;
-use super::plan;
+use super::plan::Plan;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
@@ -96,7 +96,6 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
 
 fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult, String> {
     let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
     let clock = RealClock::start();
     let spec = testbed_spec(prepared, trial)?;
     // Before the testbed: its relay, hosts and peers start from this thread.
@@ -104,21 +103,23 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     let mut testbed = Testbed::build(&spec, clock).map_err(|e| format!("testbed: {e}"))?;
     testbed.pin_middles(prepared.middle_cpu);
     let limit = scenario.time_limit;
-    let on_testbed = plan::with_setup(prepared, trial, |setup| {
-        scenario.middle.system().on_testbed(setup)
-    });
+    let system = scenario.middle.system();
+    let Plan {
+        seed,
+        flows,
+        middle,
+    } = Plan::new(scenario, trial, |setup| system.on_testbed(setup));
     // The run, and a trace-driven link's trace, start now, as the
     // simulator's do when its hosts start.
     let clock = testbed.restart_clock();
-    let middle = start_middle(&testbed, scenario.middle_at, on_testbed)?;
+    let middle = start_middle(&testbed, scenario.middle_at, middle)?;
     let mut result = match &scenario.traffic {
         Traffic::Hosts { .. } => {
-            let flows = plan::flows(prepared, trial);
             let deadline = clock.now() + limit;
             super::real_flows::run_hosts(
                 prepared,
                 &testbed,
-                (variant, trial),
+                (variant, trial, seed),
                 flows,
                 deadline,
                 middle,
@@ -132,10 +133,7 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::Peers(peers) => {
             let mut result = run_peers(peers, &testbed, (variant, trial, seed), limit)?;
             let engine = middle.stop(&mut result);
-            scenario
-                .middle
-                .system()
-                .collect(engine.as_deref(), &mut result);
+            system.collect(engine.as_deref(), &mut result);
             result
         }
     };
