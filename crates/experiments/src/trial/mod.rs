@@ -5,14 +5,15 @@
 //!
 //! The drivers differ only where they must: the simulator builds a chain
 //! or a dumbbell in virtual time; real mode builds the chain as network
-//! namespaces, drives the same hosts on UDP sockets and the same middle
-//! engine on the node's interfaces, and reads link counters from the
-//! relay.
+//! namespaces, drives the same hosts on UDP sockets ([`real_flows`]) and
+//! the same middle engine on the node's interfaces ([`real_middle`]), and
+//! reads link counters from the relay.
 
 mod middle_cpu;
 mod plan;
 mod real;
 mod real_flows;
+mod real_middle;
 mod sim;
 
 pub use middle_cpu::keep_middle_cpu;

@@ -12,7 +12,7 @@
 //! ```
 
 use super::plan::{Endpoints, FlowHosts};
-use super::real::Middle;
+use super::real_middle::RunningMiddle;
 use super::{Engines, FlowMeta, KernelTcpFlow, Prepared, collect};
 use crate::outcome::TrialResult;
 use crate::workloads::Amount;
@@ -79,7 +79,7 @@ pub(super) fn run_hosts(
     (variant, trial, seed): (&str, u32, netsim::Seed),
     flows: Vec<FlowHosts>,
     deadline: Time,
-    middle: Middle,
+    middle: RunningMiddle,
 ) -> Result<TrialResult, String> {
     let clock = testbed.clock();
     let server_stop = Arc::new(AtomicBool::new(false));
