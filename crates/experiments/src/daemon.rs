@@ -19,7 +19,7 @@ use emu::{RealClock, router};
 use netsim::{Middlebox, Seed};
 use quic::QuicConfig;
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -331,13 +331,7 @@ fn node_spec(
             (Vec::new(), emu::driver::Placement::Beside { sniff })
         }
     };
-    let local = local
-        .into_iter()
-        .filter_map(|addr| match addr {
-            SocketAddr::V4(v4) => Some(v4),
-            SocketAddr::V6(_) => None,
-        })
-        .collect::<Vec<SocketAddrV4>>();
+    let local = OnTestbed::ipv4(local);
     Ok(MiddleNodeSpec {
         interfaces,
         placement,

@@ -23,8 +23,10 @@
 //! jitter computed from every frame's generation and arrival times by the
 //! same code as for our endpoints ([`quic::RtcReport`]).
 
+pub use crate::workloads::PeerWork;
+
 use crate::outcome::{TrialResult, add_distribution};
-use crate::workloads::{Amount, BulkDirection, Workload};
+use crate::workloads::{BulkDirection, Workload};
 use netsim::Time;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -66,27 +68,6 @@ impl Stack {
     }
 }
 
-/// What the peers carry.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PeerWork {
-    /// A bulk transfer.
-    Bulk {
-        /// Upload or download.
-        direction: BulkDirection,
-        /// Bytes.
-        size: u64,
-    },
-    /// RTC frames from the server.
-    Rtc {
-        /// Frames.
-        frames: u64,
-        /// Frames per second.
-        fps: u64,
-        /// Bytes per frame.
-        frame_bytes: u64,
-    },
-}
-
 /// One flow between independent stacks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerTransfer {
@@ -114,9 +95,10 @@ impl PeerTransfer {
         // The RTC peers all speak one protocol; so do the bulk peers but
         // ngtcp2's, which speak HTTP/3.
         let bulk_protocol = |s: Stack| matches!(s, Stack::QuicGo | Stack::Aioquic | Stack::Quiche);
-        let interoperate = |a: Stack, b: Stack| {
-            a == b || matches!(workload, Workload::Rtc(_)) || bulk_protocol(a) && bulk_protocol(b)
-        };
+        let work = workload.kind().peer_work();
+        let rtc = matches!(work, Ok(PeerWork::Rtc { .. }));
+        let interoperate =
+            |a: Stack, b: Stack| a == b || rtc || bulk_protocol(a) && bulk_protocol(b);
         if client_stack == Stack::Noq || server_stack == Stack::Noq {
             return fail(
                 "server.stack",
@@ -131,29 +113,7 @@ impl PeerTransfer {
                  examples only with themselves (every RTC client works with every RTC server)",
             );
         }
-        let work = match workload {
-            Workload::Bulk(bulk) => match bulk.amount {
-                Amount::Size(size) => PeerWork::Bulk {
-                    direction: bulk.direction,
-                    size: size.0,
-                },
-                Amount::Duration(_) | Amount::Until(_) => {
-                    return fail(
-                        "workload.size",
-                        "independent stacks carry transfers of a set size, not of a duration",
-                    );
-                }
-            },
-            Workload::Rtc(rtc) => {
-                let source = rtc.source();
-                PeerWork::Rtc {
-                    frames: source.frames,
-                    fps: source.fps,
-                    frame_bytes: source.frame_bytes as u64,
-                }
-            }
-            _ => return fail("workload", "independent stacks carry bulk and rtc only"),
-        };
+        let work = work?;
         Ok(PeerTransfer {
             client,
             server,

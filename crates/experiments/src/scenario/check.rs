@@ -84,15 +84,6 @@ impl Statistic {
     fn is_median(&self) -> bool {
         *self == Statistic::Median
     }
-
-    /// Its value in a spread.
-    pub fn of(self, spread: &crate::summary::Spread) -> f64 {
-        match self {
-            Statistic::Median => spread.median,
-            Statistic::Min => spread.min,
-            Statistic::Max => spread.max,
-        }
-    }
 }
 
 impl Check {

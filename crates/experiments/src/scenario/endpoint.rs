@@ -1,9 +1,17 @@
 //! An endpoint's fields (`[client]`, `[server]`), read: its address, its
-//! controller, what it asks of its peer's ACKs and its loss detection.
+//! controller and what the controller is given, what it asks of its
+//! peer's ACKs and its loss detection.
 
-use super::raw::{AckFrequencySpec, LossDetectionSpec, RawEndpoint};
+use super::error::fail;
+use super::raw::{AckFrequencySpec, LossDetectionSpec, RawEndpoint, RawScenario};
 use crate::systems::Problem;
+use crate::workloads::{Side, Workload};
 use std::net::{IpAddr, SocketAddr};
+
+/// The client's port unless given; the server's is [`SERVER_PORT`].
+pub(super) const CLIENT_PORT: u16 = 5000;
+/// The server's port unless given.
+pub(super) const SERVER_PORT: u16 = 4433;
 
 /// An endpoint's socket address.
 pub(super) fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {
@@ -91,5 +99,52 @@ pub(super) fn offset_addr(addr: IpAddr, offset: u128) -> Option<IpAddr> {
         IpAddr::V6(v6) => u128::from(v6)
             .checked_add(offset)
             .map(|n| IpAddr::V6(n.into())),
+    }
+}
+
+impl RawScenario {
+    /// What the client's and the server's controllers are given: what the
+    /// workload's application drives for its data sender, and what the
+    /// middle system provides to the data senders of the flows it serves.
+    pub(super) fn inputs(
+        &self,
+        workload: &Workload,
+        served: bool,
+    ) -> (Vec<cc::Input>, Vec<cc::Input>) {
+        let kind = workload.kind();
+        let sender = kind.traits().data_sender;
+        let mut client = Vec::new();
+        let mut server = Vec::new();
+        if let Some(input) = kind.provides() {
+            match sender {
+                Side::Client => client.push(input),
+                Side::Server => server.push(input),
+            }
+        }
+        if served && let Some(input) = self.middle.system().provides() {
+            match sender {
+                Side::Client => client.push(input),
+                Side::Server => server.push(input),
+            }
+        }
+        (client, server)
+    }
+
+    /// Refuses a controller that reads something its endpoint (`field`)
+    /// will not have, given what is provided to it.
+    pub(super) fn check_requires(
+        &self,
+        controller: &cc::Controller,
+        field: &str,
+        provided: &[cc::Input],
+    ) -> Result<(), Problem> {
+        let Some((input, why)) = controller.requires() else {
+            return Ok(());
+        };
+        if provided.contains(&input) {
+            Ok(())
+        } else {
+            fail(field, why)
+        }
     }
 }

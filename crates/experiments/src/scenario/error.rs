@@ -1,6 +1,7 @@
 //! Why a scenario file did not load: every error names the file and,
 //! where it can, the field, the variant and what is allowed.
 
+use crate::systems::Problem;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -51,4 +52,9 @@ pub(crate) fn field_error(path: &Path, context: &str, field: &str, message: &str
 /// error names the field already).
 pub(crate) fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or(message)
+}
+
+/// A problem with `field`: `message`.
+pub(super) fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
+    Err((field.to_string(), message.into()))
 }

@@ -2,14 +2,15 @@
 //! flow's fields read and checked against the rest of the scenario, and
 //! the flow whose series a trial records (`sample_flow`).
 
-use super::endpoint::{ack_frequency, loss_detection, offset_addr, quic_controller};
+use super::endpoint::{
+    CLIENT_PORT, SERVER_PORT, ack_frequency, loss_detection, offset_addr, quic_controller,
+};
+use super::error::fail;
 use super::raw::{RawEndpoint, RawFlow, RawScenario, Transport};
-use super::validate::{CLIENT_PORT, SERVER_PORT, fail};
 use super::{Flow, Traffic};
 use crate::outcome::slug;
 use crate::systems::{Problem, Topology};
-use crate::workloads::Amount;
-use crate::workloads::{Side, Workload};
+use crate::workloads::{Amount, Side};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -162,13 +163,13 @@ impl RawScenario {
         let field = |inner: &str| format!("flows[{raw_index}].{inner}");
         let workload = flow.workload.as_ref().unwrap_or(&self.workload);
         let traits = workload.traits();
-        let bulk_upload =
-            matches!(workload, Workload::Bulk(_)) && traits.data_sender == Side::Client;
         if !traits.quic {
             return fail(&field("workload"), "competing flows run over QUIC");
         }
         if flow.kernel_tcp.is_some() {
-            if !bulk_upload {
+            // Linux TCP flows send from the client node to a sink on the
+            // server node.
+            if !(traits.kernel_tcp && traits.data_sender == Side::Client) {
                 return fail(
                     &field("transport"),
                     "a Linux TCP flow is a bulk upload (the client sends)",
@@ -195,7 +196,7 @@ impl RawScenario {
             }
             return Ok(());
         }
-        if flow.amount.is_some() && !matches!(workload, Workload::Bulk(_)) {
+        if flow.amount.is_some() && traits.transfer.is_none() {
             return fail(&field("size"), "`size` and `duration` are a bulk flow's");
         }
         if flow.served {
@@ -206,13 +207,13 @@ impl RawScenario {
                      do)",
                 );
             }
-            if !matches!(workload, Workload::Bulk(_)) {
+            if !traits.servable {
                 return fail(&field("middle"), "a middle system serves bulk transfers");
             }
         }
         let (mut client, server) = self.inputs(workload, flow.served);
         if !flow.switch.is_empty() {
-            if !bulk_upload {
+            if !traits.switchable {
                 return fail(&field("switch"), "switches the sender of a bulk upload");
             }
             if !flow.client_controller.reads(cc::Input::UtilityHandle) {

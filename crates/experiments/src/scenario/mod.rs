@@ -235,7 +235,7 @@ impl Scenario {
                 flows,
             } if flows
                 .iter()
-                .all(|f| matches!(self.workload_of(f), Workload::Bulk(_))) =>
+                .all(|f| self.workload_of(f).traits().transfer.is_some()) =>
             {
                 if self.measure.is_some() {
                     // Measured over a window: each flow's (or group's)
@@ -251,7 +251,7 @@ impl Scenario {
                     names.extend(["jain_index_window".into(), "utilization".into()]);
                     return names;
                 }
-                // Competing bulk flows: the total, each flow's share, the
+                // Competing transfers: the total, each flow's share, the
                 // fairness.
                 let mut names = vec!["goodput_mbps".to_string()];
                 for name in flows.iter().filter_map(|flow| flow.name.as_deref()) {
@@ -278,7 +278,7 @@ impl Scenario {
                 }
                 names
             }
-            _ if self.measure.is_some() && matches!(self.workload, Workload::Bulk(_)) => {
+            _ if self.measure.is_some() && self.workload.traits().transfer.is_some() => {
                 vec!["throughput_mbps".into()]
             }
             _ => self

@@ -2,20 +2,19 @@
 //! every check that spans fields, each naming the field (the competing
 //! flows' in `flows.rs`).
 
-use super::endpoint::{ack_frequency, endpoint_addr, loss_detection, quic_controller};
+use super::endpoint::{
+    CLIENT_PORT, SERVER_PORT, ack_frequency, endpoint_addr, loss_detection, quic_controller,
+};
+use super::error::fail;
 use super::raw::{RawEndpoint, RawScenario, Transport};
 use super::{Flow, Hop, Scenario, Traffic};
 use crate::figure::Plot;
 use crate::outcome::{Phase, Window, slug};
 use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Problem, Topology};
-use crate::workloads::{Side, TcpTransfer, Traits, Workload};
+use crate::workloads::{TcpTransfer, Traits};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-pub(super) fn fail<T>(field: &str, message: impl Into<String>) -> Result<T, Problem> {
-    Err((field.to_string(), message.into()))
-}
 
 /// The most hops a path may have: each of the nodes between hops
 /// decrements the IP TTL, which starts at 64, and a datagram whose TTL runs
@@ -25,11 +24,6 @@ pub const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize;
 /// The most trials a variant may have: every trial's results are kept in
 /// memory until the summary is written.
 pub const MAX_TRIALS: u32 = 100_000;
-
-/// The client's port unless given; the server's is [`SERVER_PORT`].
-pub(super) const CLIENT_PORT: u16 = 5000;
-/// The server's port unless given.
-pub(super) const SERVER_PORT: u16 = 4433;
 
 impl RawScenario {
     /// Validates the scenario.
@@ -358,10 +352,9 @@ impl RawScenario {
 
     /// One Linux TCP bulk transfer.
     fn tcp_transfer(&self, traits: Traits) -> Result<TcpTransfer, Problem> {
-        let Workload::Bulk(bulk) = &self.workload else {
+        let (true, Some(transfer)) = (traits.kernel_tcp, traits.transfer) else {
             return fail("transport", "tcp carries the bulk workload only");
         };
-        debug_assert!(traits.kernel_tcp);
         if !self.flows.is_empty() {
             return fail("flows", "competing flows are QUIC only");
         }
@@ -381,7 +374,7 @@ impl RawScenario {
                 "with transport = \"tcp\", a Linux congestion control's name such as \"cubic\"",
             ),
         };
-        let crate::workloads::Amount::Size(size) = bulk.amount else {
+        let crate::workloads::Amount::Size(size) = transfer.amount else {
             return fail(
                 "workload.duration",
                 "with transport = \"tcp\", a bulk transfer has a `size`",
@@ -390,7 +383,7 @@ impl RawScenario {
         Ok(TcpTransfer {
             client: endpoint_addr(&self.client, CLIENT_PORT),
             server: endpoint_addr(&self.server, SERVER_PORT),
-            direction: bulk.direction,
+            direction: transfer.direction,
             size: size.0,
             client_controller: linux(&self.client, "client")?,
             server_controller: linux(&self.server, "server")?,
@@ -430,50 +423,5 @@ impl RawScenario {
             access_delays: (None, None),
             kernel_tcp: None,
         })
-    }
-
-    /// What the client's and the server's controllers are given: what the
-    /// workload's application drives for its data sender, and what the
-    /// middle system provides to the data senders of the flows it serves.
-    pub(super) fn inputs(
-        &self,
-        workload: &Workload,
-        served: bool,
-    ) -> (Vec<cc::Input>, Vec<cc::Input>) {
-        let kind = workload.kind();
-        let sender = kind.traits().data_sender;
-        let mut client = Vec::new();
-        let mut server = Vec::new();
-        if let Some(input) = kind.provides() {
-            match sender {
-                Side::Client => client.push(input),
-                Side::Server => server.push(input),
-            }
-        }
-        if served && let Some(input) = self.middle.system().provides() {
-            match sender {
-                Side::Client => client.push(input),
-                Side::Server => server.push(input),
-            }
-        }
-        (client, server)
-    }
-
-    /// Refuses a controller that reads something its endpoint (`field`)
-    /// will not have, given what is provided to it.
-    pub(super) fn check_requires(
-        &self,
-        controller: &cc::Controller,
-        field: &str,
-        provided: &[cc::Input],
-    ) -> Result<(), Problem> {
-        let Some((input, why)) = controller.requires() else {
-            return Ok(());
-        };
-        if provided.contains(&input) {
-            Ok(())
-        } else {
-            fail(field, why)
-        }
     }
 }

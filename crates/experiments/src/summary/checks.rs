@@ -34,7 +34,7 @@ impl CheckResult {
                 .iter()
                 .find(|v| v.name == name)
                 .and_then(|v| v.metrics.get(&check.metric))
-                .map(|spread| check.statistic.of(spread))
+                .map(|spread| statistic(check.statistic, spread))
         };
         let value = match (check.baseline(), median(&check.variant)) {
             (None, value) => value,
@@ -94,6 +94,15 @@ fn over_series(check: &Check, summary: &Summary, name: &str) -> Option<f64> {
         Statistic::Min => medians.first().copied(),
         Statistic::Max => medians.last().copied(),
         Statistic::Median => Some(super::quantile(&medians, 0.5)),
+    }
+}
+
+/// `which` value of a spread.
+fn statistic(which: Statistic, spread: &super::Spread) -> f64 {
+    match which {
+        Statistic::Median => spread.median,
+        Statistic::Min => spread.min,
+        Statistic::Max => spread.max,
     }
 }
 

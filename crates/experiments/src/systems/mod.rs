@@ -298,6 +298,20 @@ pub(crate) enum Placement {
     OwnSockets,
 }
 
+impl OnTestbed {
+    /// The IPv4 addresses of an engine's own sockets (real mode is IPv4
+    /// only).
+    pub(crate) fn ipv4(local: Vec<SocketAddr>) -> Vec<std::net::SocketAddrV4> {
+        local
+            .into_iter()
+            .filter_map(|addr| match addr {
+                SocketAddr::V4(v4) => Some(v4),
+                SocketAddr::V6(_) => None,
+            })
+            .collect()
+    }
+}
+
 /// The simulator's ground truth around the system's node on a chain: the
 /// fate of every datagram on the hop to the client's side and on the hop
 /// to the server's side, each way.

@@ -1,18 +1,19 @@
-//! One trial: a plan of hosts and engines built from a validated
+//! One trial: a plan of hosts and engines built once from a validated
 //! [`Scenario`] ([`plan`]), run by one of two drivers — the simulator
 //! ([`sim`]) or a real testbed ([`real`]) — and read back into a
 //! [`TrialResult`] by the same code ([`collect`]), whichever ran it.
 //!
 //! The drivers differ only where they must: the simulator builds a chain
 //! or a dumbbell in virtual time; real mode builds the chain as network
-//! namespaces, drives the same hosts on UDP sockets and the same middle
-//! engine on the node's interfaces, and reads link counters from the
-//! relay.
+//! namespaces, drives the same hosts on UDP sockets ([`real_flows`]) and
+//! the same middle engine on the node's interfaces ([`real_middle`]), and
+//! reads link counters from the relay.
 
 mod middle_cpu;
 mod plan;
 mod real;
 mod real_flows;
+mod real_middle;
 mod sim;
 
 pub use middle_cpu::keep_middle_cpu;

@@ -3,9 +3,9 @@
 //! what a middle system feeds them), the workload's endpoints, and what
 //! the system puts beside the client.
 
-use super::{FlowMeta, Prepared};
+use super::FlowMeta;
 use crate::outcome::FlowNames;
-use crate::scenario::{Capacity, Flow, Scenario};
+use crate::scenario::{Capacity, Flow, Scenario, Traffic};
 use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
 use crate::workloads::{FlowSetup, Hosts, Side};
 use netsim::{Host, Seed, Time};
@@ -45,7 +45,7 @@ pub(crate) enum Endpoints {
 }
 
 /// The configuration every QUIC endpoint of trial `trial` starts from.
-pub(crate) fn base_quic(scenario: &Scenario, seed: Seed) -> QuicConfig {
+fn base_quic(scenario: &Scenario, seed: Seed) -> QuicConfig {
     let mut quic = QuicConfig::new(seed);
     if let Some(bytes) = scenario.max_udp_payload {
         quic = quic.with_max_udp_payload(bytes);
@@ -111,24 +111,55 @@ fn names(scenario: &Scenario, index: usize, flow: &Flow) -> FlowNames {
     }
 }
 
-/// Every flow's hosts for trial `trial`.
-pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
-    let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
-    let quic = base_quic(scenario, seed);
+/// A trial, planned once for its driver: its seed, its flows built, and
+/// what its middle system runs.
+pub(crate) struct Plan<M> {
+    /// The trial's seed.
+    pub seed: Seed,
+    /// Every flow, built.
+    pub flows: Vec<FlowHosts>,
+    /// What the middle system runs, in the form the driver asked for
+    /// (its engine in the simulator, how it runs on a testbed in real
+    /// mode).
+    pub middle: M,
+}
+
+impl<M> Plan<M> {
+    /// Plans trial `trial` of `scenario`: its flows, then what its middle
+    /// system runs, which `middle` builds (from the trial as the system
+    /// sees it).
+    pub(crate) fn new(
+        scenario: &Scenario,
+        trial: u32,
+        middle: impl FnOnce(&TrialSetup<'_>) -> M,
+    ) -> Plan<M> {
+        let seed = scenario.trial_seed(trial);
+        let quic = base_quic(scenario, seed);
+        let flows = flows(scenario, seed, &quic);
+        let middle = with_setup(scenario, seed, &quic, middle);
+        Plan {
+            seed,
+            flows,
+            middle,
+        }
+    }
+}
+
+/// Every flow's hosts for the trial of seed `seed`, from `quic`.
+fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
     let system = scenario.middle.system();
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
         let names = names(scenario, index, flow);
         if let Some(congestion) = &flow.kernel_tcp {
-            let amount = match (flow.amount, &scenario.workload_of(flow)) {
-                (Some(amount), _) => amount,
-                (None, crate::workloads::Workload::Bulk(bulk)) => bulk.amount,
-                // Validation allows Linux TCP flows for bulk uploads only.
-                (None, _) => {
-                    crate::workloads::Amount::Until(crate::units::Span(scenario.time_limit))
-                }
-            };
+            // Validation allows Linux TCP flows for transfers only.
+            let transfer = scenario.workload_of(flow).traits().transfer;
+            let amount = flow
+                .amount
+                .or(transfer.map(|transfer| transfer.amount))
+                .unwrap_or(crate::workloads::Amount::Until(crate::units::Span(
+                    scenario.time_limit,
+                )));
             built.push(FlowHosts {
                 endpoints: Endpoints::KernelTcp {
                     congestion: congestion.clone(),
@@ -166,14 +197,14 @@ pub(crate) fn flows(prepared: &Prepared, trial: u32) -> Vec<FlowHosts> {
             Side::Server => (None, utility.clone()),
         };
         let client_quic = endpoint(
-            &quic,
+            quic,
             &flow.client_controller,
             seed.derive(&names.label("controller/client")),
             (Side::Client, &feeds, client_utility),
             (flow.client_ack_frequency, flow.client_loss_detection),
         );
         let server_quic = endpoint(
-            &quic,
+            quic,
             &flow.server_controller,
             seed.derive(&names.label("controller/server")),
             (Side::Server, &feeds, server_utility),
@@ -274,22 +305,21 @@ fn endpoint(
 
 /// Runs `build` with the trial as the middle system sees it: the flows it
 /// serves and the layout.
-pub(crate) fn with_setup<T>(
-    prepared: &Prepared,
-    trial: u32,
+fn with_setup<T>(
+    scenario: &Scenario,
+    seed: Seed,
+    quic: &QuicConfig,
     build: impl FnOnce(&TrialSetup<'_>) -> T,
 ) -> T {
-    let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
-    let quic = base_quic(scenario, seed);
     let (topology, tcp) = match &scenario.traffic {
-        crate::scenario::Traffic::Hosts { topology, .. } => (*topology, None),
-        crate::scenario::Traffic::KernelTcp(tcp) => (Topology::Chain, Some(tcp)),
-        crate::scenario::Traffic::Peers(_) => (Topology::Chain, None),
+        Traffic::Hosts { topology, .. } => (*topology, None),
+        Traffic::KernelTcp(tcp) => (Topology::Chain, Some(tcp)),
+        Traffic::Peers(_) => (Topology::Chain, None),
     };
-    let flows: Vec<&Flow> = scenario.flows().iter().filter(|flow| flow.served).collect();
-    let served: Vec<ServedFlow<'_>> = flows
+    let served: Vec<ServedFlow<'_>> = scenario
+        .flows()
         .iter()
+        .filter(|flow| flow.served)
         .map(|flow| ServedFlow {
             server: flow.server,
             client_controller: &flow.client_controller,
@@ -298,7 +328,7 @@ pub(crate) fn with_setup<T>(
         .collect();
     build(&TrialSetup {
         seed,
-        quic: &quic,
+        quic,
         flows: &served,
         topology,
         tcp,

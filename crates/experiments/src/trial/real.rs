@@ -12,19 +12,17 @@
 
 use super::Prepared;
 use super::middle_cpu::KeptOff;
-use super::plan;
+use super::plan::Plan;
+use super::real_flows::run_hosts;
+use super::real_middle::RunningMiddle;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
-use crate::systems::{OnTestbed, Placement, Service};
 use crate::workloads::TcpTransfer;
-use emu::driver::MiddleStats;
 use emu::{RealClock, Testbed, TestbedSpec};
-use netsim::Middlebox;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// An IPv4 address (real mode refuses IPv6 scenarios before they run).
@@ -96,7 +94,6 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
 
 fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult, String> {
     let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
     let clock = RealClock::start();
     let spec = testbed_spec(prepared, trial)?;
     // Before the testbed: its relay, hosts and peers start from this thread.
@@ -104,21 +101,23 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     let mut testbed = Testbed::build(&spec, clock).map_err(|e| format!("testbed: {e}"))?;
     testbed.pin_middles(prepared.middle_cpu);
     let limit = scenario.time_limit;
-    let on_testbed = plan::with_setup(prepared, trial, |setup| {
-        scenario.middle.system().on_testbed(setup)
-    });
+    let system = scenario.middle.system();
+    let Plan {
+        seed,
+        flows,
+        middle,
+    } = Plan::new(scenario, trial, |setup| system.on_testbed(setup));
     // The run, and a trace-driven link's trace, start now, as the
     // simulator's do when its hosts start.
     let clock = testbed.restart_clock();
-    let middle = start_middle(&testbed, scenario.middle_at, on_testbed)?;
+    let middle = RunningMiddle::start(&testbed, scenario.middle_at, middle)?;
     let mut result = match &scenario.traffic {
         Traffic::Hosts { .. } => {
-            let flows = plan::flows(prepared, trial);
             let deadline = clock.now() + limit;
-            super::real_flows::run_hosts(
+            run_hosts(
                 prepared,
                 &testbed,
-                (variant, trial),
+                (variant, trial, seed),
                 flows,
                 deadline,
                 middle,
@@ -132,10 +131,7 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         Traffic::Peers(peers) => {
             let mut result = run_peers(peers, &testbed, (variant, trial, seed), limit)?;
             let engine = middle.stop(&mut result);
-            scenario
-                .middle
-                .system()
-                .collect(engine.as_deref(), &mut result);
+            system.collect(engine.as_deref(), &mut result);
             result
         }
     };
@@ -150,198 +146,6 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     result.add_links(links.collect());
     result.set("relay_late_over_1ms", relay.lateness.over_1ms as f64);
     Ok(result)
-}
-
-/// A service's thread: its metrics, or why it failed.
-type ServiceThread = JoinHandle<std::io::Result<Result<Vec<(String, f64)>, String>>>;
-
-/// What runs on the middle node during a trial.
-pub(super) enum Middle {
-    Router,
-    Engine(emu::MiddleThread<Box<dyn Middlebox>>, Arc<AtomicBool>),
-    Service(ServiceThread, Arc<AtomicBool>),
-}
-
-impl Middle {
-    /// Stops it; returns its engine (for the system's metrics) and
-    /// records the driver's or the service's counters.
-    pub(super) fn stop(self, result: &mut TrialResult) -> Option<Box<dyn Middlebox>> {
-        match self {
-            Middle::Router => None,
-            Middle::Engine(thread, stop) => {
-                stop.store(true, Ordering::Relaxed);
-                match thread.join() {
-                    Ok(run) => {
-                        add_driver_stats(result, &run.stats);
-                        if let Some(error) = run.error {
-                            result.errors.push(format!("middle: {error}"));
-                        }
-                        Some(run.engine)
-                    }
-                    Err(error) => {
-                        result.errors.push(format!("middle: {error}"));
-                        None
-                    }
-                }
-            }
-            Middle::Service(handle, stop) => {
-                stop.store(true, Ordering::Relaxed);
-                match handle.join() {
-                    Ok(Ok(Ok(metrics))) => {
-                        for (name, value) in metrics {
-                            result.set(name, value);
-                        }
-                    }
-                    Ok(Ok(Err(error))) => result.errors.push(format!("middle: {error}")),
-                    Ok(Err(error)) => result.errors.push(format!("middle: {error}")),
-                    Err(_) => result.errors.push("middle: its thread panicked".into()),
-                }
-                None
-            }
-        }
-    }
-}
-
-/// The driver's counters that say whether it kept up, and how its thread's
-/// CPU time divides between the engine and the packet I/O (PEMI's Figure
-/// 13: the engine's time over the rest). `middle_engine_share` is by the
-/// thread's CPU clock, each part corrected for the clock readings' own
-/// cost (measured by the driver at start); `middle_engine_wall_share`
-/// is the engine's wall-clock time over the rest of the thread's CPU
-/// time, which counts preemption inside the engine as its work.
-fn add_driver_stats(result: &mut TrialResult, stats: &MiddleStats) {
-    result.set("middle_frames", stats.frames as f64);
-    result.set("middle_kernel_drops", stats.kernel_drops as f64);
-    result.set("middle_send_errors", stats.send_errors as f64);
-    // How long frames sat in the kernel before the driver read them
-    // (the engine is given their arrival stamps instead).
-    let wait = &stats.read_wait;
-    if wait.frames > 0 {
-        let frames = wait.frames as f64;
-        result.set(
-            "middle_read_wait_over_100us",
-            wait.over_100us as f64 / frames,
-        );
-        result.set("middle_read_wait_over_1ms", wait.over_1ms as f64 / frames);
-        result.set("middle_read_wait_max_ms", wait.max_us as f64 / 1e3);
-    }
-    if stats.cpu_ns == 0 {
-        return;
-    }
-    result.set("middle_cpu_ms", stats.cpu_ns as f64 / 1e6);
-    result.set("middle_engine_wall_ms", stats.engine_ns as f64 / 1e6);
-    result.set("middle_engine_calls", stats.engine_calls as f64);
-    let wall_io = stats.cpu_ns.saturating_sub(stats.engine_ns);
-    if wall_io > 0 {
-        result.set(
-            "middle_engine_wall_share",
-            stats.engine_ns as f64 / wall_io as f64,
-        );
-    }
-    if stats.engine_cpu_calls > 0 {
-        let calls = stats.engine_cpu_calls;
-        let engine = stats
-            .engine_cpu_ns
-            .saturating_sub(calls.saturating_mul(stats.cpu_clock_inside_ns));
-        let io = stats
-            .cpu_ns
-            .saturating_sub(stats.engine_cpu_ns)
-            .saturating_sub(stats.cpu_clock_warmup_ns)
-            .saturating_sub(calls.saturating_mul(stats.cpu_clock_outside_ns));
-        result.set("middle_engine_ms", engine as f64 / 1e6);
-        result.set("middle_io_ms", io as f64 / 1e6);
-        result.set("middle_engine_ns_per_call", engine as f64 / calls as f64);
-        let timers = stats.engine_timer_calls;
-        result.set("middle_engine_timer_calls", timers as f64);
-        result.set(
-            "middle_engine_timer_ms",
-            stats
-                .engine_timer_cpu_ns
-                .saturating_sub(timers.saturating_mul(stats.cpu_clock_inside_ns))
-                as f64
-                / 1e6,
-        );
-        result.set(
-            "middle_cpu_clock_warmup_ns",
-            stats.cpu_clock_warmup_ns as f64 / calls as f64,
-        );
-        result.set(
-            "middle_cpu_clock_ns",
-            (stats.cpu_clock_inside_ns + stats.cpu_clock_outside_ns) as f64,
-        );
-        if io > 0 {
-            result.set("middle_engine_share", engine as f64 / io as f64);
-        }
-    }
-}
-
-/// Starts what runs on middle node `at` and waits until it serves.
-fn start_middle(testbed: &Testbed, at: usize, on_testbed: OnTestbed) -> Result<Middle, String> {
-    let stop = Arc::new(AtomicBool::new(false));
-    match on_testbed {
-        OnTestbed::Router => Ok(Middle::Router),
-        OnTestbed::Engine {
-            engine,
-            placement,
-            local,
-        } => {
-            let placement = match placement {
-                Placement::InPath => emu::driver::Placement::InPath {
-                    routes: testbed
-                        .routes(at)
-                        .ok_or_else(|| format!("no middle node {at}"))?,
-                },
-                Placement::Beside => emu::driver::Placement::Beside { sniff: vec![0] },
-                Placement::OwnSockets => emu::driver::Placement::Beside { sniff: Vec::new() },
-            };
-            let local = local
-                .into_iter()
-                .filter_map(|addr| match addr {
-                    SocketAddr::V4(v4) => Some(v4),
-                    SocketAddr::V6(_) => None,
-                })
-                .collect::<Vec<SocketAddrV4>>();
-            let thread = testbed
-                .run_middlebox(at, placement, local, engine, stop.clone())
-                .map_err(|e| format!("middle: {e}"))?;
-            Ok(Middle::Engine(thread, stop))
-        }
-        OnTestbed::Service(service) => start_service(testbed, at, service, stop),
-    }
-}
-
-/// Runs `service` on a thread in middle node `at`'s namespace.
-fn start_service(
-    testbed: &Testbed,
-    at: usize,
-    service: Box<dyn Service>,
-    stop: Arc<AtomicBool>,
-) -> Result<Middle, String> {
-    let node = testbed
-        .middle(at)
-        .ok_or_else(|| format!("no middle node {at}"))?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let service_stop = stop.clone();
-    let handle = testbed
-        .spawn_in(node, "middle-service", move || {
-            let ready = move || {
-                let _ = ready_tx.send(());
-            };
-            service.run(service_stop, &ready)
-        })
-        .map_err(|e| format!("middle: {e}"))?;
-    match ready_rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(()) => Ok(Middle::Service(handle, stop)),
-        Err(_) => {
-            stop.store(true, Ordering::Relaxed);
-            let why = match handle.join() {
-                Ok(Ok(Err(error))) => error,
-                Ok(Err(error)) => error.to_string(),
-                _ => "it did not start within 10 s".into(),
-            };
-            Err(format!("middle: {why}"))
-        }
-    }
 }
 
 /// A TCP bulk trial: Linux TCP with the endpoints' congestion control.

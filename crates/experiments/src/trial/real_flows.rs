@@ -1,6 +1,7 @@
-//! Real mode's flows: the trial's planned flows ([`plan::flows`], the
-//! simulator's own plan) on the testbed's chain, each with its own client
-//! and server address on the client and server nodes, sharing every hop.
+//! Real mode's flows: the trial's planned flows (its
+//! [`Plan`](super::plan::Plan), the simulator's own) on the testbed's
+//! chain, each with its own client and server address on the client and
+//! server nodes, sharing every hop.
 //! A flow is our hosts (QUIC, driven on UDP sockets) or Linux TCP with
 //! the congestion control it names ([`emu::tcp::stream`]); every server
 //! listens before the first client starts, and each client starts at its
@@ -11,7 +12,7 @@
 //! ```
 
 use super::plan::{Endpoints, FlowHosts};
-use super::real::Middle;
+use super::real_middle::RunningMiddle;
 use super::{Engines, FlowMeta, KernelTcpFlow, Prepared, collect};
 use crate::outcome::TrialResult;
 use crate::workloads::Amount;
@@ -75,13 +76,11 @@ enum Client {
 pub(super) fn run_hosts(
     prepared: &Prepared,
     testbed: &Testbed,
-    (variant, trial): (&str, u32),
+    (variant, trial, seed): (&str, u32, netsim::Seed),
     flows: Vec<FlowHosts>,
     deadline: Time,
-    middle: Middle,
+    middle: RunningMiddle,
 ) -> Result<TrialResult, String> {
-    let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
     let clock = testbed.clock();
     let server_stop = Arc::new(AtomicBool::new(false));
     // Clients end by themselves (or at the deadline), not when another

@@ -13,7 +13,7 @@
 //! loss), so that the path of every flow is its access hop and the
 //! bottleneck, as in the chain.
 
-use super::plan::{self, Endpoints, FlowHosts};
+use super::plan::{Endpoints, FlowHosts, Plan};
 use super::{Engines, FlowMeta, Prepared, collect};
 use crate::outcome::{LinkReport, TrialResult};
 use crate::scenario::{Scenario, Traffic};
@@ -74,7 +74,6 @@ impl Engines for Simulated<'_> {
 /// Runs trial `trial` of `variant` in the simulator.
 pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult {
     let scenario = prepared.scenario();
-    let seed = scenario.trial_seed(trial);
     let topology = match &scenario.traffic {
         Traffic::Hosts { topology, .. }
             if scenario
@@ -89,12 +88,15 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
                 .unsupported_in(crate::outcome::Mode::Simulator)
                 .unwrap_or("real mode only")
                 .to_string();
-            return TrialResult::failed(variant, trial, seed, why);
+            return TrialResult::failed(variant, trial, scenario.trial_seed(trial), why);
         }
     };
-    let flows = plan::flows(prepared, trial);
     let system = scenario.middle.system();
-    let engine = plan::with_setup(prepared, trial, |setup| system.middlebox(setup));
+    let Plan {
+        seed,
+        flows,
+        middle: engine,
+    } = Plan::new(scenario, trial, |setup| system.middlebox(setup));
     let middle = |name: &str| match engine {
         Some(engine) => {
             let spec = MiddleSpec::with_boxed(name, engine);
@@ -105,10 +107,11 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         }
         None => MiddleSpec::forwarder(name),
     };
+    let hops = prepared.hops();
     let mut sim = Simulator::new(seed);
     let (built, metas) = match topology {
-        Topology::Chain => chain(&mut sim, scenario, prepared.hops(), flows, middle),
-        Topology::Dumbbell => dumbbell(&mut sim, scenario, prepared.hops(), flows, middle),
+        Topology::Chain => chain(&mut sim, scenario, hops, flows, middle),
+        Topology::Dumbbell => dumbbell(&mut sim, scenario, hops, flows, middle),
     };
     // The hops on either side of the system's node, if it measures itself
     // against the truth.
@@ -151,8 +154,7 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
     };
     collect(prepared, &metas, &engines, &mut result);
     if let Some((client, server)) = around {
-        let e2e_rtt = prepared
-            .hops()
+        let e2e_rtt = hops
             .iter()
             .map(|hop| hop.forward.delay + hop.reverse.delay)
             .sum();

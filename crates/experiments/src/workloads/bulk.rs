@@ -2,7 +2,10 @@
 //! stream, up or down; goodput and completion time, and with a
 //! measurement window the throughput and RTTs within it.
 
-use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, downcast};
+use super::{
+    FlowOutcome, FlowSetup, FlowView, Hosts, PeerWork, Side, Traits, Transfer, WorkloadKind,
+    downcast,
+};
 use crate::figure::Plot;
 use crate::outcome::{
     TrialResult, add_error, add_phase_throughputs, add_rtts, add_sender, add_throughput,
@@ -101,6 +104,25 @@ impl WorkloadKind for Bulk {
             server_opens_streams: false,
             kernel_tcp: true,
             server_ack_delay: self.direction == BulkDirection::Upload,
+            transfer: Some(Transfer {
+                direction: self.direction,
+                amount: self.amount,
+            }),
+            servable: true,
+            switchable: self.direction == BulkDirection::Upload,
+        }
+    }
+
+    fn peer_work(&self) -> Result<PeerWork, (String, String)> {
+        match self.amount {
+            Amount::Size(size) => Ok(PeerWork::Bulk {
+                direction: self.direction,
+                size: size.0,
+            }),
+            Amount::Duration(_) | Amount::Until(_) => Err((
+                "workload.size".into(),
+                "independent stacks carry transfers of a set size, not of a duration".into(),
+            )),
         }
     }
 

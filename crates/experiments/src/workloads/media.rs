@@ -50,6 +50,9 @@ impl WorkloadKind for Media {
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,
+            transfer: None,
+            servable: false,
+            switchable: false,
         }
     }
 

@@ -89,6 +89,47 @@ pub struct Traits {
     /// (`server.min_ack_delay`): it receives the data and the workload
     /// honours the setting.
     pub server_ack_delay: bool,
+    /// The one-way transfer of a set amount it is, if it is one: what
+    /// Linux TCP carries, what a flow's own `size` or `duration` replaces,
+    /// and what a measurement window reads as throughput.
+    pub transfer: Option<Transfer>,
+    /// Whether a middle system can serve its flows (`middle = true` on a
+    /// `[[flows]]` entry).
+    pub servable: bool,
+    /// Whether a flow can change its data sender's utility at set times
+    /// (`switch` on a `[[flows]]` entry).
+    pub switchable: bool,
+}
+
+/// A one-way transfer of a set amount of data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// Which way the data goes.
+    pub direction: BulkDirection,
+    /// How much.
+    pub amount: Amount,
+}
+
+/// What independent QUIC stacks run for a workload (`peers/`): their
+/// bulk transfer or their RTC frames.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PeerWork {
+    /// A bulk transfer.
+    Bulk {
+        /// Upload or download.
+        direction: BulkDirection,
+        /// Bytes.
+        size: u64,
+    },
+    /// RTC frames from the server.
+    Rtc {
+        /// Frames.
+        frames: u64,
+        /// Frames per second.
+        fps: u64,
+        /// Bytes per frame.
+        frame_bytes: u64,
+    },
 }
 
 /// What a flow's endpoints are built from.
@@ -174,6 +215,15 @@ pub(crate) trait WorkloadKind {
     /// (the video workload's Proteus-H threshold), if anything.
     fn provides(&self) -> Option<cc::Input> {
         None
+    }
+
+    /// What independent QUIC stacks run to carry it, or why they cannot:
+    /// `(field, message)`.
+    fn peer_work(&self) -> Result<PeerWork, (String, String)> {
+        Err((
+            "workload".into(),
+            "independent stacks carry bulk and rtc only".into(),
+        ))
     }
 }
 

@@ -2,7 +2,9 @@
 //! and bit rate from the server over QUIC, one stream each; frame delay
 //! and frame-level jitter.
 
-use super::{FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, cdf, downcast};
+use super::{
+    FlowOutcome, FlowSetup, FlowView, Hosts, PeerWork, Side, Traits, WorkloadKind, cdf, downcast,
+};
 use crate::figure::Plot;
 use crate::outcome::{TrialResult, add_distribution, add_error, add_sender};
 use crate::units::{BitRate, Span};
@@ -71,7 +73,7 @@ impl TryFrom<RawRtc> for Rtc {
 }
 
 impl Rtc {
-    pub(crate) fn source(&self) -> RtcConfig {
+    fn source(&self) -> RtcConfig {
         RtcConfig {
             fps: self.fps,
             frame_bytes: (self.bitrate.0.bits_per_sec() / 8 / self.fps) as usize,
@@ -91,7 +93,19 @@ impl WorkloadKind for Rtc {
             server_opens_streams: true,
             kernel_tcp: false,
             server_ack_delay: false,
+            transfer: None,
+            servable: false,
+            switchable: false,
         }
+    }
+
+    fn peer_work(&self) -> Result<PeerWork, (String, String)> {
+        let source = self.source();
+        Ok(PeerWork::Rtc {
+            frames: source.frames,
+            fps: source.fps,
+            frame_bytes: source.frame_bytes as u64,
+        })
     }
 
     fn endpoints(&self, setup: &FlowSetup) -> Hosts {

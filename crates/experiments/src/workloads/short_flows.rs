@@ -192,6 +192,9 @@ impl WorkloadKind for ShortFlows {
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,
+            transfer: None,
+            servable: false,
+            switchable: false,
         }
     }
 

@@ -190,6 +190,9 @@ impl WorkloadKind for Video {
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,
+            transfer: None,
+            servable: false,
+            switchable: false,
         }
     }
 
