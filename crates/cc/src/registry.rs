@@ -7,21 +7,22 @@
 //! true }`; the variant carries the settings, validated when the file is
 //! read. Building one ([`Controller::build`]) takes a
 //! [`ControllerContext`]: the seed of the endpoint's randomness, the
-//! endpoint's clock, and the signals something beside the endpoint feeds
-//! the controller (a sidekick's quACK events, later TECC feedback or a
-//! Proteus-H handle). What a controller reads must be provided to it:
-//! [`Controller::requires`] says so at validation time. Its counters come
-//! back through [`Built::counters`].
+//! endpoint's clock, the [`Signals`](crate::Signals) something on the path
+//! feeds the controller ([`crate::signals`]) and the utility handle an
+//! application drives. What a controller reads ([`Input`]: a kind of
+//! signal, or the handle) must be provided to it: [`Controller::requires`]
+//! says so at validation time. Its counters come back through
+//! [`Built::counters`].
 //!
 //! Adding a controller is one module (its algorithm and its settings), one
 //! variant here and one arm in each `match` below; the compiler finds
 //! every place that must learn about it.
 
 use crate::bbr::BbrFactory;
+use crate::context::{Built, ControllerContext};
 use crate::pcc::settings as pcc;
 use crate::pcc::utility::Utility;
-use netsim::Seed;
-use quic::{SharedFactory, SimClock};
+use crate::signals::Input;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -45,8 +46,8 @@ pub enum Controller {
     NoqBbr3,
     /// Our own CUBIC (RFC 9438, [`crate::Cubic`]).
     PepkitCubic(crate::cubic::CubicSettings),
-    /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the sidekick
-    /// sender engine's quACK events.
+    /// Sidekick's path-aware CUBIC ([`crate::Pacubic`]): reads the near
+    /// segment's signals.
     Pacubic(crate::pacubic::PacubicSettings),
     /// PCC Vivace (NSDI'18, [`crate::Pcc`] with Vivace's utility).
     Vivace,
@@ -65,87 +66,11 @@ pub enum Controller {
     /// inner connections have their own).
     None,
     /// TECC's rate control on the application server ([`crate::Tecc`]):
-    /// reads the tunnel server's feedback.
+    /// reads a tunnel's feedback.
     Tecc(crate::tecc::TeccSettings),
     /// No congestion control, paced at a constant rate (a probe, as the
     /// Proteus paper's §3 sends).
     Constant(crate::ConstantSettings),
-}
-
-/// Something a controller reads from beside its endpoint; the scenario
-/// must provide it (a middle system that serves the endpoint).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// The sidekick sender engine's events ([`sidekick::Signals`]).
-    SidekickSignals,
-    /// A utility handle an application drives ([`crate::UtilityHandle`]):
-    /// Proteus-H's threshold, or a mid-flow switch of utility.
-    UtilityHandle,
-    /// TECC's feedback, relayed by the tunnel client to the application
-    /// server as QUIC_INFO datagrams on the end-to-end connection (the
-    /// server endpoint's [`quic::DatagramChannel`]).
-    TeccFeedback,
-}
-
-/// What a controller may use when it is built.
-#[derive(Clone, Debug)]
-pub struct ControllerContext {
-    /// Seeds any randomness of the controller (derive labels from it).
-    pub seed: Seed,
-    /// The endpoint's clock (`QuicConfig::with_clock` must get the same).
-    pub clock: SimClock,
-    /// The sidekick sender engine's events, when one runs beside the
-    /// endpoint.
-    pub sidekick: Option<sidekick::Signals>,
-    /// The utility handle of the application on the endpoint, when its
-    /// workload drives one (a PCC sender reads it; others ignore it).
-    pub utility: Option<crate::UtilityHandle>,
-    /// The datagrams the endpoint receives (TECC's QUIC_INFO), when a TECC
-    /// tunnel serves its flow; the endpoint must get the same channel
-    /// (`QuicConfig::with_datagram_channel`).
-    pub tecc: Option<quic::DatagramChannel>,
-}
-
-impl ControllerContext {
-    /// A context with nothing beside the endpoint.
-    pub fn new(seed: Seed, clock: SimClock) -> ControllerContext {
-        ControllerContext {
-            seed,
-            clock,
-            sidekick: None,
-            utility: None,
-            tecc: None,
-        }
-    }
-}
-
-/// Counters a controller reports after a run, as `(metric, value)` pairs
-/// named after the controller (`pacubic_quack_cuts`).
-pub trait ControllerCounters: Send + Sync {
-    /// The counters now; absent ones are left out.
-    fn counters(&self) -> Vec<(String, f64)>;
-}
-
-/// A built controller: the factory the QUIC endpoint takes and, for
-/// controllers that count, where to read their counters.
-#[derive(Clone)]
-pub struct Built {
-    /// Builds each connection's controller.
-    pub factory: SharedFactory,
-    /// Its counters, if it keeps any.
-    pub counters: Option<Arc<dyn ControllerCounters>>,
-    /// The loss thresholds it asks of its endpoint, if not RFC 9002's.
-    pub loss_detection: Option<quic::LossDetection>,
-}
-
-impl Built {
-    fn plain(factory: SharedFactory) -> Built {
-        Built {
-            factory,
-            counters: None,
-            loss_detection: None,
-        }
-    }
 }
 
 impl Controller {
@@ -184,8 +109,8 @@ impl Controller {
             | Controller::Ledbat(_)
             | Controller::None
             | Controller::Constant(_) => None,
-            Controller::Pacubic(_) => Some(Input::SidekickSignals),
-            Controller::Tecc(_) => Some(Input::TeccFeedback),
+            Controller::Pacubic(_) => Some(Input::NearSegment),
+            Controller::Tecc(_) => Some(Input::TunnelFeedback),
             Controller::Vivace
             | Controller::ProteusP(_)
             | Controller::ProteusS(_)
@@ -331,9 +256,9 @@ mod tests {
     }
 
     #[test]
-    fn only_pacubic_needs_the_sidekick() {
+    fn only_pacubic_needs_near_segment_signals() {
         assert_eq!(Controller::Cubic.requires(), None);
         let pacubic = from_toml_like(&[("name", "pacubic")]).unwrap();
-        assert_eq!(pacubic.requires().unwrap().0, Input::SidekickSignals);
+        assert_eq!(pacubic.requires().unwrap().0, Input::NearSegment);
     }
 }

@@ -3,8 +3,8 @@
 //! less what drains the tunnel's queue and its retransmissions, plus one
 //! MSS per server RTT for fairness.
 //!
-//! On each feedback (Tr, q, r from a QUIC_INFO datagram, see
-//! `tunnel::wire::feedback`):
+//! On each feedback (Tr, q, r: a [`Signal::TunnelFeedback`], which the
+//! tunnel's side produces from the QUIC_INFO datagrams its client relays):
 //!
 //! ```text
 //! e(t) = q(t) / (θ·Tr(t)) + δ·r(t)            θ = θ_ratio · T_s
@@ -41,17 +41,17 @@
 pub(crate) mod loss;
 
 use crate::bbr::Bbr;
+use crate::context::{Built, ControllerContext, ControllerCounters};
 use crate::engine::Engine;
-use crate::registry::{Built, ControllerContext, ControllerCounters};
+use crate::signals::{Signal, Signals};
 use loss::{LossRule, Reordering};
+use quic::LossDetection;
 use quic::congestion::{Controller, ControllerFactory, ControllerMetrics, RttEstimator};
-use quic::{DatagramChannel, LossDetection};
 use serde::{Deserialize, Serialize};
 use std::any::Any;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tunnel::Feedback;
 
 /// TECC's settings (`controller = { name = "tecc", … }`), checked when
 /// the scenario is read.
@@ -209,13 +209,13 @@ impl TeccSettings {
         }
     }
 
-    /// Builds it for one endpoint (the feedback channel must be in the
-    /// context).
+    /// Builds it for one endpoint (the tunnel's feedback arrives on the
+    /// context's signals).
     pub fn build(&self, context: &ControllerContext) -> Built {
         let stats = Arc::new(TeccStats::default());
         let factory = TeccFactory {
             settings: self.clone(),
-            channel: context.tecc.clone().unwrap_or_default(),
+            signals: context.signals.clone().unwrap_or_default(),
             bbr_seed: context.seed.derive("tecc/bbr"),
             stats: stats.clone(),
         };
@@ -259,11 +259,11 @@ impl ControllerCounters for TeccStats {
     }
 }
 
-/// Builds [`Tecc`] controllers that read one endpoint's feedback channel.
+/// Builds [`Tecc`] controllers that read one endpoint's signals.
 #[derive(Debug)]
 pub struct TeccFactory {
     settings: TeccSettings,
-    channel: DatagramChannel,
+    signals: Signals,
     bbr_seed: netsim::Seed,
     stats: Arc<TeccStats>,
 }
@@ -284,13 +284,13 @@ impl ControllerFactory for TeccFactory {
             loss,
             bbr: Engine(Bbr::new(false, self.bbr_seed.rng("bbr"), current_mtu)),
             law: RateLaw::new(self.settings.clone()),
-            channel: self.channel.clone(),
+            signals: self.signals.clone(),
             mss: u64::from(current_mtu),
             min_rtt: None,
             srtt: None,
             last_sequence: None,
             stats: self.stats.clone(),
-            received: Arc::new(Mutex::new(Vec::new())),
+            received: Vec::new(),
         })
     }
 }
@@ -342,14 +342,14 @@ pub struct Tecc {
     bbr: Engine<Bbr>,
     loss: LossRule,
     law: RateLaw,
-    channel: DatagramChannel,
+    signals: Signals,
     mss: u64,
     min_rtt: Option<Duration>,
     srtt: Option<Duration>,
     last_sequence: Option<u64>,
     stats: Arc<TeccStats>,
-    /// Scratch for the channel's datagrams.
-    received: Arc<Mutex<Vec<(netsim::Time, bytes::Bytes)>>>,
+    /// Scratch for the signals drained.
+    received: Vec<Signal>,
 }
 
 /// The rate TECC set, bytes per second, once it has one.
@@ -361,17 +361,20 @@ fn rate_of(stats: &TeccStats) -> Option<u64> {
 }
 
 impl Tecc {
-    /// Reads the newest feedback, if any arrived, and applies Algorithm 1.
+    /// Reads the newest feedback, if any arrived, and applies Algorithm 1
+    /// (signals of other kinds are drained and ignored).
     fn poll_feedback(&mut self) {
-        let mut received = self.received.lock().unwrap_or_else(|e| e.into_inner());
-        received.clear();
-        self.channel.take_received(&mut received);
-        let newest = received
+        self.received.clear();
+        self.signals.drain_into(&mut self.received);
+        let newest = self
+            .received
             .iter()
-            .filter_map(|(_, data)| Feedback::from_quic_info(data).ok().flatten())
+            .filter_map(|signal| match signal {
+                Signal::TunnelFeedback(feedback) => Some(*feedback),
+                _ => None,
+            })
             .filter(|f| self.last_sequence.is_none_or(|last| f.sequence > last))
             .max_by_key(|f| f.sequence);
-        drop(received);
         let Some(feedback) = newest else {
             return;
         };
@@ -500,13 +503,13 @@ impl Controller for Tecc {
             bbr: self.bbr.clone(),
             loss: self.loss.clone(),
             law: self.law.clone(),
-            channel: self.channel.clone(),
+            signals: self.signals.clone(),
             mss: self.mss,
             min_rtt: self.min_rtt,
             srtt: self.srtt,
             last_sequence: self.last_sequence,
             stats: self.stats.clone(),
-            received: Arc::new(Mutex::new(Vec::new())),
+            received: Vec::new(),
         })
     }
 

@@ -5,18 +5,14 @@
 //! sidekick request after the host's first datagram (which fixes the base
 //! connection's 4-tuple), logs every datagram the host sends, keeps the
 //! sidekick's own datagrams (the reply, quACKs) from it, and sends the
-//! engine's control messages and retransmissions. Engine events go to an
-//! optional shared queue, where a path-aware congestion controller reads
-//! them.
+//! engine's control messages and retransmissions. The engine's near-segment
+//! signals go to an optional [`Signals`] queue (`cc`'s), where a
+//! path-aware congestion controller on the same host reads them.
 
-use crate::sender::{SenderConfig, SenderEvent, SenderStats, SidekickSender};
+use crate::sender::{SenderConfig, SenderStats, SidekickSender};
+use cc::Signals;
 use netsim::{Datagram, Host, Seed, Time};
 use quack::Field;
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
-/// Engine events shared with a congestion controller on the same host.
-pub type Signals = Arc<Mutex<VecDeque<SenderEvent>>>;
 
 /// A host with a sidekick sender engine beside its socket.
 pub struct SidekickHost<H: Host, F: Field> {
@@ -39,7 +35,8 @@ impl<H: Host, F: Field> SidekickHost<H, F> {
         }
     }
 
-    /// Also pushes every engine event to `signals`.
+    /// Also pushes every signal of the engine to `signals`, as the engine
+    /// produces it.
     pub fn with_signals(mut self, signals: Signals) -> SidekickHost<H, F> {
         self.signals = Some(signals);
         self
@@ -55,14 +52,14 @@ impl<H: Host, F: Field> SidekickHost<H, F> {
         self.engine.as_ref().map(|e| *e.stats()).unwrap_or_default()
     }
 
-    /// Hands the engine's events to the controller, if one listens.
+    /// Hands the engine's signals to the controller, if one listens.
     fn drain_events(&mut self) {
         let Some(engine) = &mut self.engine else {
             return;
         };
-        while let Some(event) = engine.poll_event() {
+        while let Some(signal) = engine.poll_event() {
             if let Some(signals) = &self.signals {
-                signals.lock().expect("signals lock").push_back(event);
+                signals.push(signal);
             }
         }
     }

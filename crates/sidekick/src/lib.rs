@@ -9,7 +9,16 @@
 //! * [`proxy`]: the proxy engine, a netsim [`netsim::Middlebox`] that keeps a
 //!   quACK per flow that asked for one and forwards base traffic untouched;
 //! * [`sender`]: the data-sender engine that logs what the sender sends,
-//!   decodes quACKs and says what to retransmit.
+//!   decodes quACKs and says what to retransmit;
+//! * [`host`]: the sender engine beside any sender's socket, as a netsim
+//!   host.
+//!
+//! What the sender learns for its congestion controller it writes as
+//! `cc`'s near-segment signals (`cc::signals`: the proxy received or lost
+//! these packets, a near RTT sample, a proxy is active or none answered,
+//! a reset), pushed to the [`cc::Signals`] queue the controller drains
+//! ([`SidekickHost::with_signals`]). `cc` knows nothing of Sidekick; this
+//! crate produces its signals.
 //!
 //! `docs/sidekick.md` describes the design and the choices the paper left
 //! open.
@@ -20,7 +29,7 @@ pub mod proxy;
 pub mod sender;
 pub mod wire;
 
-pub use host::{SidekickHost, Signals};
+pub use host::SidekickHost;
 pub use proxy::{FlowSummary, ProxyConfig, ProxyStats, SidekickProxy};
-pub use sender::{SenderConfig, SenderEvent, SenderStats, SidekickSender};
+pub use sender::{SenderConfig, SenderStats, SidekickSender};
 pub use wire::{Config, Control, Discovery, Interval, ParseError};

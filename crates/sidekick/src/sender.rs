@@ -6,9 +6,10 @@
 //! Sans-IO: the caller reports the datagrams its stack sends
 //! ([`SidekickSender::on_sent`]) and offers the ones it receives
 //! ([`SidekickSender::on_received`], which takes the sidekick's own), then
-//! sends what [`SidekickSender::poll_transmit`] returns and acts on
-//! [`SidekickSender::poll_event`] (a congestion controller such as PACUBIC
-//! consumes the loss and RTT events).
+//! sends what [`SidekickSender::poll_transmit`] returns and hands what
+//! [`SidekickSender::poll_event`] returns to its congestion controller:
+//! the near segment's [`Signal`]s of `cc`'s contract (`cc::signals`), which
+//! PACUBIC reads.
 //!
 //! **Quota.** The sender grants quACKs in proportion to its own traffic:
 //! its grant is a running total, [`SenderConfig::quota_grant`] (a reserve
@@ -30,6 +31,7 @@
 //! recovery takes over.
 
 use crate::wire::{Config, Control, Discovery, Interval};
+use cc::Signal;
 use netsim::{Datagram, Seed, Time};
 use quack::{Classification, Field, IdentifierSource, Message, SendLog, SendSeq};
 use rand_chacha::rand_core::RngCore;
@@ -92,42 +94,6 @@ impl SenderConfig {
             max_log: 1 << 16,
         }
     }
-}
-
-/// What the sender learned from a quACK, for its congestion controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SenderEvent {
-    /// A proxy answered; quACKs will follow.
-    Active {
-        /// Its control address.
-        proxy: SocketAddr,
-    },
-    /// No proxy answered the requests.
-    NoProxy,
-    /// The proxy received these packets.
-    Received {
-        /// How many.
-        packets: usize,
-        /// Their UDP payload bytes.
-        bytes: u64,
-    },
-    /// The proxy did not receive these packets; they were retransmitted
-    /// (unless their retransmissions were used up). A congestion signal
-    /// from the near path segment.
-    Lost {
-        /// How many.
-        packets: usize,
-        /// Their UDP payload bytes.
-        bytes: u64,
-        /// When the latest of them was sent.
-        largest_sent_at: Time,
-    },
-    /// A near-segment round-trip sample: from sending the proxy's last
-    /// packet to receiving the quACK that reported it.
-    NearRtt(Duration),
-    /// The sender asked the proxy to reset (a quACK did not decode); the
-    /// unsettled packets are left to end-to-end recovery.
-    Reset,
 }
 
 /// The engine's counters.
@@ -225,7 +191,7 @@ pub struct SidekickSender<F: Field> {
     /// (millisecond intervals).
     interval_end: Option<Time>,
     outbox: VecDeque<Datagram>,
-    events: VecDeque<SenderEvent>,
+    events: VecDeque<Signal>,
     stats: SenderStats,
 }
 
@@ -359,7 +325,7 @@ impl<F: Field> SidekickSender<F> {
                 // The reply's ID configures; the proxy takes no grant from
                 // it (only from an ID that came in a quACK).
                 self.configure(session, proxy);
-                self.events.push_back(SenderEvent::Active { proxy });
+                self.events.push_back(Signal::ProxyActive);
             }
             Ok(_) => {}
             Err(_) => self.stats.malformed += 1,
@@ -490,14 +456,14 @@ impl<F: Field> SidekickSender<F> {
         }
         if !out.received.is_empty() {
             self.stats.received += out.received.len() as u64;
-            self.events.push_back(SenderEvent::Received {
+            self.events.push_back(Signal::NearReceived {
                 packets: out.received.len(),
                 bytes,
             });
         }
         if let Some(at) = newest {
             self.events
-                .push_back(SenderEvent::NearRtt(now.saturating_duration_since(at)));
+                .push_back(Signal::NearRtt(now.saturating_duration_since(at)));
         }
         for seq in &out.indeterminate {
             self.sent.remove(seq);
@@ -530,7 +496,7 @@ impl<F: Field> SidekickSender<F> {
             self.justify(now);
         }
         self.stats.lost += out.lost.len() as u64;
-        self.events.push_back(SenderEvent::Lost {
+        self.events.push_back(Signal::NearLost {
             packets: out.lost.len(),
             bytes: lost_bytes,
             largest_sent_at,
@@ -563,7 +529,7 @@ impl<F: Field> SidekickSender<F> {
             }
             .to_bytes(),
         ));
-        self.events.push_back(SenderEvent::Reset);
+        self.events.push_back(Signal::NearReset);
     }
 
     /// QuACKs still carry an old epoch: if the last reset went out long
@@ -628,7 +594,7 @@ impl<F: Field> SidekickSender<F> {
         {
             if attempts >= self.config.request_attempts {
                 self.state = State::Off;
-                self.events.push_back(SenderEvent::NoProxy);
+                self.events.push_back(Signal::NoProxy);
             } else {
                 self.request(now, attempts + 1);
             }
@@ -653,8 +619,10 @@ impl<F: Field> SidekickSender<F> {
         self.outbox.pop_front()
     }
 
-    /// The next event for the congestion controller.
-    pub fn poll_event(&mut self) -> Option<SenderEvent> {
+    /// The next signal for the congestion controller: a proxy answered or
+    /// none did, packets the proxy received or lost, a near RTT sample, a
+    /// reset.
+    pub fn poll_event(&mut self) -> Option<Signal> {
         self.events.pop_front()
     }
 }

@@ -1,10 +1,11 @@
 //! The sender engine against the proxy engine, wired by hand so that a test
 //! can lose exactly the datagram it wants to.
 
+use cc::Signal;
 use netsim::{Datagram, Interface, Middlebox, Seed, Time};
 use quack::F32;
 use sidekick::wire::Interval;
-use sidekick::{ProxyConfig, SenderConfig, SenderEvent, SidekickProxy, SidekickSender};
+use sidekick::{ProxyConfig, SenderConfig, SidekickProxy, SidekickSender};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -138,12 +139,8 @@ fn the_engines_agree_on_every_packet() {
         pair.advance(Duration::from_millis(1));
     }
     assert_eq!(pair.quacks(), 50);
-    let events: Vec<SenderEvent> = std::iter::from_fn(|| pair.sender.poll_event()).collect();
-    assert!(
-        events
-            .iter()
-            .all(|e| !matches!(e, SenderEvent::Lost { .. }))
-    );
+    let events: Vec<Signal> = std::iter::from_fn(|| pair.sender.poll_event()).collect();
+    assert!(events.iter().all(|e| !matches!(e, Signal::NearLost { .. })));
 }
 
 /// The proxy starts with a quota of one quACK. If the grant the sender

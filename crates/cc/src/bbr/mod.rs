@@ -69,8 +69,8 @@
 
 pub mod delivery;
 
+use crate::context::ControllerCounters;
 use crate::engine::{CongestionEngine, Engine};
-use crate::registry::ControllerCounters;
 use delivery::{DeliveryRate, RateSample};
 use netsim::{Seed, SimRng};
 use quic::congestion::{Controller, ControllerFactory};

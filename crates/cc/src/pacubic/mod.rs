@@ -1,37 +1,39 @@
 //! PACUBIC: Sidekick's path-aware CUBIC (NSDI 2024 §4.3.2, appendix A),
-//! a QUIC congestion controller fed by the sidekick sender engine.
+//! a QUIC congestion controller that reads the near segment's signals
+//! ([`crate::signals`], produced by a Sidekick sender engine).
 //!
 //! # Design
 //!
 //! One [`CubicCore`] window, two kinds of congestion event:
 //!
-//! * **Near-segment loss** (a `Lost` event from the engine: the proxy did
-//!   not receive these packets) → β' = 1 − r(1 − β), C' = C / r³, with r
+//! * **Near-segment loss** ([`Signal::NearLost`]: the proxy did not
+//!   receive these packets) → β' = 1 − r(1 − β), C' = C / r³, with r
 //!   from [`PathRatio`]. The window drops by r times CUBIC's cut and grows
 //!   back with K' = r^(4/3)·K; C' stays in force until the next end-to-end
 //!   event, as in the authors' quiche (notes B.5).
 //! * **End-to-end loss** (QUIC's own `on_congestion_event`) → plain CUBIC.
 //!
-//! The engine's events arrive in a shared queue ([`sidekick::Signals`]);
-//! the controller drains it at the start of every callback that has a
-//! `now` (packet sent, ACK, end of an ACK batch, congestion event), so an
-//! event is applied within one callback of its arrival, and always before
-//! an end-to-end congestion event that QUIC raises later.
+//! The signals arrive in a shared queue ([`Signals`]); the controller
+//! drains it at the start of every callback that has a `now` (packet sent,
+//! ACK, end of an ACK batch, congestion event), so a signal is applied
+//! within one callback of its arrival, and always before an end-to-end
+//! congestion event that QUIC raises later. Signals of other kinds are
+//! drained and ignored.
 //!
 //! ## Why no loss gets two responses
 //!
-//! The engine retransmits a packet the proxy did not receive (byte for
-//! byte) and reports the loss about one near RTT plus up to one quACK
+//! The sender's Sidekick engine retransmits a packet the proxy did not
+//! receive (byte for byte) and reports the loss about one near RTT plus up to one quACK
 //! interval after sending it. QUIC notices the same hole an end-to-end RTT
 //! later and raises its own congestion event for it. The core's recovery
 //! rule ignores an event whose newest lost packet was sent at or before the
 //! start of the current recovery period, and the quACK's event *starts* a
 //! recovery period at the moment it is applied, which is after the lost
-//! packet was sent (the engine reports its send time, `largest_sent_at`).
+//! packet was sent (the signal carries its send time, `largest_sent_at`).
 //! So QUIC's later event for that packet, or any packet sent before it,
 //! finds itself covered and is ignored. The same rule gives one reduction
 //! per recovery period across both kinds of events. This needs the
-//! engine's virtual send time and the controller's `Instant`s on one scale:
+//! signal's virtual send time and the controller's `Instant`s on one scale:
 //! [`PacubicConfig::clock`] must be the clock the QUIC endpoint uses.
 //!
 //! The retransmitted copy usually reaches the receiver after QUIC has
@@ -52,7 +54,7 @@
 //! an end-to-end ACK first uses it up (those bytes already grew the window)
 //! before growing the window with the rest. Bytes QUIC declares lost come
 //! off it too (they were lost after the proxy, or are being resent).
-//! QuACK ACKs carry no send time; the engine's `NearRtt` event that follows
+//! QuACK ACKs carry no send time; the [`Signal::NearRtt`] that follows
 //! them gives the newest one's (callback time minus the sample, a slight
 //! overestimate by the delay until the next callback), which is what the
 //! recovery rule checks.
@@ -62,14 +64,14 @@ pub use settings::PacubicSettings;
 
 use crate::cubic::{CubicCore, CubicParams, DEFAULT_INITIAL_WINDOW};
 use crate::ratio::PathRatio;
+use crate::signals::{Signal, Signals};
 use quic::SimClock;
 use quic::congestion::{Controller, ControllerFactory, ControllerMetrics, RttEstimator};
-use sidekick::{SenderEvent, Signals};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How PACUBIC responds, and how it reads the engine's times.
+/// How PACUBIC responds, and how it reads the signals' times.
 #[derive(Clone, Debug)]
 pub struct PacubicConfig {
     /// The end-to-end constants (default RFC 9438's β = 0.7, C = 0.4);
@@ -81,9 +83,9 @@ pub struct PacubicConfig {
     pub quack_acks: bool,
     /// Initial window, bytes (default 12 000).
     pub initial_window: u64,
-    /// The clock of the QUIC endpoint: maps the engine's virtual send
+    /// The clock of the QUIC endpoint: maps the signals' virtual send
     /// times onto the controller's `Instant`s. (In a real deployment: a
-    /// clock whose origin is the engine's time zero.)
+    /// clock whose origin is the producer's time zero.)
     pub clock: SimClock,
 }
 
@@ -150,7 +152,7 @@ pub struct Pacubic {
     /// QuACKed bytes not yet acknowledged end to end.
     quacked_pending: u64,
     stats: Arc<Mutex<PacubicStats>>,
-    scratch: Vec<SenderEvent>,
+    scratch: Vec<Signal>,
 }
 
 impl Pacubic {
@@ -198,58 +200,52 @@ impl Pacubic {
         f(&mut self.stats.lock().expect("stats lock"));
     }
 
-    /// Applies every engine event queued so far, at `now`.
+    /// Applies every signal queued so far, at `now`.
     pub fn poll_signals(&mut self, now: Instant) {
         let mut events = std::mem::take(&mut self.scratch);
-        {
-            let mut queue = self.signals.lock().expect("signals lock");
-            if queue.is_empty() {
-                self.scratch = events;
-                return;
-            }
-            events.extend(queue.drain(..));
+        self.signals.drain_into(&mut events);
+        if events.is_empty() {
+            self.scratch = events;
+            return;
         }
         for (i, event) in events.iter().enumerate() {
             match *event {
-                SenderEvent::NearRtt(rtt) => self.ratio.on_near_rtt(rtt),
-                SenderEvent::Lost {
+                Signal::NearRtt(rtt) => self.ratio.on_near_rtt(rtt),
+                Signal::NearLost {
                     largest_sent_at, ..
                 } => self.on_near_loss(now, self.config.clock.instant(largest_sent_at)),
-                SenderEvent::Received { bytes, .. } if self.config.quack_acks => {
-                    // The engine follows a Received with the NearRtt of its
+                Signal::NearReceived { bytes, .. } if self.config.quack_acks => {
+                    // A NearReceived is followed by the NearRtt of its
                     // newest packet.
                     let sent = match events.get(i + 1) {
-                        Some(SenderEvent::NearRtt(rtt)) => now.checked_sub(*rtt).unwrap_or(now),
+                        Some(Signal::NearRtt(rtt)) => now.checked_sub(*rtt).unwrap_or(now),
                         _ => now,
                     };
                     self.on_quacked(now, sent, bytes);
                 }
-                SenderEvent::Received { .. }
-                | SenderEvent::Active { .. }
-                | SenderEvent::NoProxy
-                | SenderEvent::Reset => {}
+                Signal::NearReceived { .. }
+                | Signal::ProxyActive
+                | Signal::NoProxy
+                | Signal::NearReset
+                | Signal::TunnelFeedback(_) => {}
             }
         }
         events.clear();
         self.scratch = events;
     }
 
-    /// With `quack_acks`, the bytes of quACKs the engine reported that no
-    /// callback has applied yet. A sender that the window stops gets no
+    /// With `quack_acks`, the bytes of quACKs reported that no callback has
+    /// applied yet. A sender that the window stops gets no
     /// callbacks until an end-to-end ACK arrives, so the window must see
     /// them at once, or quACKs could not advance it between rare ACKs.
     fn queued_quacked_bytes(&self) -> u64 {
         if !self.config.quack_acks {
             return 0;
         }
-        let queue = self.signals.lock().expect("signals lock");
-        queue
-            .iter()
-            .map(|event| match event {
-                SenderEvent::Received { bytes, .. } => *bytes,
-                _ => 0,
-            })
-            .sum()
+        self.signals.sum_queued(|signal| match signal {
+            Signal::NearReceived { bytes, .. } => *bytes,
+            _ => 0,
+        })
     }
 
     /// A quACK showed packets lost on the near segment, the newest sent at
@@ -414,7 +410,7 @@ impl Controller for Pacubic {
     }
 }
 
-/// Builds [`Pacubic`] controllers that read one engine's events.
+/// Builds [`Pacubic`] controllers that read one queue of signals.
 #[derive(Debug)]
 pub struct PacubicFactory {
     signals: Signals,
@@ -423,8 +419,8 @@ pub struct PacubicFactory {
 }
 
 impl PacubicFactory {
-    /// A factory whose controllers drain `signals` (the queue given to
-    /// `SidekickHost::with_signals`).
+    /// A factory whose controllers drain `signals` (the queue the near
+    /// segment's signals are pushed to).
     pub fn new(signals: Signals, config: PacubicConfig) -> PacubicFactory {
         PacubicFactory {
             signals,
@@ -483,14 +479,14 @@ mod tests {
             self.clock.instant(Time::from_millis(ms))
         }
 
-        fn push(&self, event: SenderEvent) {
-            self.signals.lock().unwrap().push_back(event);
+        fn push(&self, signal: Signal) {
+            self.signals.push(signal);
         }
 
         /// A near-segment loss of one packet sent at `sent_ms`, applied at
         /// `now_ms` (by the next packet sent).
         fn quack_loss(&mut self, sent_ms: u64, now_ms: u64) {
-            self.push(SenderEvent::Lost {
+            self.push(Signal::NearLost {
                 packets: 1,
                 bytes: 1200,
                 largest_sent_at: Time::from_millis(sent_ms),
@@ -606,7 +602,7 @@ mod tests {
         // cut is the response.
         let mut rig = Rig::new(|c| c.with_fixed_ratio(R));
         rig.start_at(120_000);
-        rig.push(SenderEvent::Lost {
+        rig.push(Signal::NearLost {
             packets: 1,
             bytes: 1200,
             largest_sent_at: Time::from_millis(100),
@@ -653,8 +649,8 @@ mod tests {
         let mut rig = Rig::new(|c| c);
         rig.start_at(120_000);
         // Only near samples: r = 1, a quACK loss is a plain CUBIC loss.
-        rig.push(SenderEvent::NearRtt(Duration::from_millis(20)));
-        rig.push(SenderEvent::NearRtt(Duration::from_millis(2)));
+        rig.push(Signal::NearRtt(Duration::from_millis(20)));
+        rig.push(Signal::NearRtt(Duration::from_millis(2)));
         rig.quack_loss(100, 110);
         assert_eq!(rig.cc.ratio().get(), 1.0);
         assert_eq!(rig.cc.window(), 84_000);
@@ -679,11 +675,11 @@ mod tests {
         assert_eq!(initial, 12_000);
         // In slow start: 6000 quACKed bytes grow cwnd by 6000 and also
         // stay outside the window until acknowledged end to end.
-        rig.push(SenderEvent::Received {
+        rig.push(Signal::NearReceived {
             packets: 5,
             bytes: 6000,
         });
-        rig.push(SenderEvent::NearRtt(Duration::from_millis(3)));
+        rig.push(Signal::NearRtt(Duration::from_millis(3)));
         rig.cc.on_packet_sent(rig.at(10), 1200, 1);
         assert_eq!(rig.cc.quacked_pending(), 6000);
         assert_eq!(rig.cc.core().window(), 18_000);
@@ -699,7 +695,7 @@ mod tests {
         assert_eq!(rig.cc.window(), 19_200);
         // A quACK opens the window at once, before any callback applies
         // it: a window-limited sender gets no callback until an ACK.
-        rig.push(SenderEvent::Received {
+        rig.push(Signal::NearReceived {
             packets: 2,
             bytes: 2400,
         });
@@ -714,7 +710,7 @@ mod tests {
     #[test]
     fn quack_acks_off_ignores_received() {
         let mut rig = Rig::new(|c| c);
-        rig.push(SenderEvent::Received {
+        rig.push(Signal::NearReceived {
             packets: 5,
             bytes: 6000,
         });
@@ -732,13 +728,13 @@ mod tests {
             PacubicConfig::new(clock).with_fixed_ratio(R),
         ));
         let mut cc = factory.clone().build(clock.instant(Time::ZERO), MSS);
-        signals.lock().unwrap().push_back(SenderEvent::Lost {
+        signals.push(Signal::NearLost {
             packets: 1,
             bytes: 1200,
             largest_sent_at: Time::from_millis(5),
         });
         cc.on_end_acks(clock.instant(Time::from_millis(20)), 0, false, None);
-        assert!(signals.lock().unwrap().is_empty());
+        assert!(signals.is_empty());
         assert_eq!(factory.stats().quack_reductions, 1);
         assert_near(cc.window(), 12_000.0 * (1.0 - 0.3 / 26.0));
     }

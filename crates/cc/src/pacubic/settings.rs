@@ -3,7 +3,7 @@
 //! endpoint.
 
 use super::{PacubicConfig, PacubicFactory, PacubicStats};
-use crate::registry::{Built, ControllerContext, ControllerCounters};
+use crate::context::{Built, ControllerContext, ControllerCounters};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -45,19 +45,19 @@ impl TryFrom<RawSettings> for PacubicSettings {
 }
 
 impl PacubicSettings {
-    /// Why PACUBIC needs a sidekick beside its endpoint.
+    /// Why PACUBIC needs the near segment's signals.
     pub const REQUIRES: &str = "pacubic reads the sidekick's quACKs: only a data sender that a \
                                 sidekick serves can run it (middle = \"sidekick\")";
 
-    /// A factory wired to the context's sidekick signals and clock.
-    /// Without signals no quACK ever arrives and PACUBIC behaves as CUBIC
+    /// A factory wired to the context's signals and clock. Without
+    /// signals no quACK ever arrives and PACUBIC behaves as CUBIC
     /// (validation refuses that combination; see [`Self::REQUIRES`]).
     pub(crate) fn build(&self, context: &ControllerContext) -> Built {
         let mut config = PacubicConfig::new(context.clock).with_quack_acks(self.quack_acks);
         if let Some(r) = self.ratio {
             config = config.with_fixed_ratio(r);
         }
-        let signals = context.sidekick.clone().unwrap_or_default();
+        let signals = context.signals.clone().unwrap_or_default();
         let factory = Arc::new(PacubicFactory::new(signals, config));
         Built {
             factory: factory.clone(),

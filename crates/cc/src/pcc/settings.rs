@@ -6,7 +6,7 @@
 use super::noise::NoiseTolerance;
 use super::utility::{Utility, UtilityHandle};
 use super::{PccConfig, PccFactory, PccStats};
-use crate::registry::{Built, ControllerContext, ControllerCounters};
+use crate::context::{Built, ControllerContext, ControllerCounters};
 use netsim::Rate;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

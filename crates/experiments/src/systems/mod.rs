@@ -188,12 +188,17 @@ pub enum Topology {
 /// something reads it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Feeds {
-    /// The sidekick sender engine's events, for the client's controller.
-    pub sidekick: Option<::sidekick::Signals>,
+    /// The signals the system produces for the client's controller (a
+    /// sidekick's near-segment signals).
+    pub client_signals: Option<cc::Signals>,
+    /// The signals the system produces for the server's controller (a TECC
+    /// tunnel's feedback).
+    pub server_signals: Option<cc::Signals>,
     /// Datagrams the client endpoint sends for what is beside it (TECC's
     /// QUIC_INFO, queued by the tunnel client).
     pub client_datagrams: Option<quic::DatagramChannel>,
-    /// Datagrams the server endpoint receives, for its controller (TECC).
+    /// Datagrams the server endpoint receives (TECC's QUIC_INFO, turned
+    /// into the server's signals when its controller reads them).
     pub server_datagrams: Option<quic::DatagramChannel>,
     /// The connection IDs the client endpoint issues (QUIC-aware
     /// forwarding registers them).

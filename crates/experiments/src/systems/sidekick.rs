@@ -239,7 +239,7 @@ impl System for Sidekick {
     }
 
     fn provides(&self) -> Option<cc::Input> {
-        Some(cc::Input::SidekickSignals)
+        Some(cc::Input::NearSegment)
     }
 
     fn address(&self) -> Option<IpAddr> {
@@ -263,9 +263,9 @@ impl System for Sidekick {
     }
 
     fn feeds(&self, client: &cc::Controller, _server: &cc::Controller) -> Feeds {
-        let reads = client.requires().map(|(input, _)| input) == Some(cc::Input::SidekickSignals);
+        let reads = client.requires().map(|(input, _)| input) == Some(cc::Input::NearSegment);
         Feeds {
-            sidekick: reads.then(sidekick::Signals::default),
+            client_signals: reads.then(cc::Signals::default),
             ..Feeds::default()
         }
     }
@@ -273,7 +273,7 @@ impl System for Sidekick {
     fn wrap_client(&self, client: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
         let seed = served.seed.derive(&served.names.label("sidekick"));
         let host = Wrapped::new(client, self.sender_config(), seed);
-        match served.feeds.sidekick.clone() {
+        match served.feeds.client_signals.clone() {
             Some(signals) => Box::new(host.with_signals(signals)),
             None => Box::new(host),
         }

@@ -313,18 +313,30 @@ impl System for Tecc {
     }
 
     fn provides(&self) -> Option<cc::Input> {
-        (self.mode == TunnelMode::Tecc).then_some(cc::Input::TeccFeedback)
+        (self.mode == TunnelMode::Tecc).then_some(cc::Input::TunnelFeedback)
     }
 
     fn address(&self) -> Option<IpAddr> {
         Some(TUNNEL_SERVER.ip())
     }
 
-    fn feeds(&self, _client: &cc::Controller, _server: &cc::Controller) -> Feeds {
+    fn feeds(&self, _client: &cc::Controller, server: &cc::Controller) -> Feeds {
         let feedback = self.mode == TunnelMode::Tecc;
+        let server_datagrams = feedback.then(quic::DatagramChannel::default);
+        // The server's controller reads the feedback as signals, decoded
+        // from QUIC_INFO as its endpoint receives them.
+        let server_signals = server_datagrams
+            .as_ref()
+            .filter(|_| server.reads(cc::Input::TunnelFeedback))
+            .map(|channel| {
+                let signals = cc::Signals::default();
+                tunnel::deliver_feedback(channel, signals.clone());
+                signals
+            });
         Feeds {
             client_datagrams: feedback.then(quic::DatagramChannel::default),
-            server_datagrams: feedback.then(quic::DatagramChannel::default),
+            server_datagrams,
+            server_signals,
             client_cids: (self.mode == TunnelMode::Mft).then(quic::CidLog::default),
             ..Feeds::default()
         }

@@ -275,11 +275,11 @@ fn endpoint(
     context.utility = utility;
     let (datagrams, cids) = match side {
         Side::Client => {
-            context.sidekick = feeds.sidekick.clone();
+            context.signals = feeds.client_signals.clone();
             (feeds.client_datagrams.clone(), feeds.client_cids.clone())
         }
         Side::Server => {
-            context.tecc = feeds.server_datagrams.clone();
+            context.signals = feeds.server_signals.clone();
             (feeds.server_datagrams.clone(), None)
         }
     };

@@ -5,7 +5,7 @@
 //! TUNNEL_INFO (TECC feedback, [`super::feedback`]). Unknown types are
 //! skipped, as RFC 9297 requires.
 
-use super::feedback::Feedback;
+use super::feedback::{Feedback, QUIC_INFO};
 use super::{WireError, varint};
 
 /// DATAGRAM (RFC 9297 §3.5).
@@ -23,8 +23,9 @@ pub const CLOSE_CLIENT_CID: u64 = 0xffe404;
 /// CLOSE_TARGET_CID.
 pub const CLOSE_TARGET_CID: u64 = 0xffe405;
 /// TUNNEL_INFO: TECC's feedback from the tunnel server (ours, not
-/// registered; see [`super::feedback`]).
-pub const TUNNEL_INFO: u64 = 0x7ecc01;
+/// registered; the number that opens a QUIC_INFO datagram, see
+/// [`super::feedback`]).
+pub const TUNNEL_INFO: u64 = QUIC_INFO;
 
 /// The largest capsule we accept: a whole UDP payload plus prefixes.
 pub const MAX_CAPSULE: usize = 65_535 + 32;

@@ -28,8 +28,9 @@
 use super::{WireError, varint};
 use std::time::Duration;
 
-/// The varint that opens a QUIC_INFO datagram (and TUNNEL_INFO's type).
-pub const QUIC_INFO: u64 = super::capsule::TUNNEL_INFO;
+/// The varint that opens a QUIC_INFO datagram, and TUNNEL_INFO's capsule
+/// type (ours, not registered).
+pub const QUIC_INFO: u64 = 0x7ecc01;
 
 /// One cycle's feedback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

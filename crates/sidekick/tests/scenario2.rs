@@ -12,9 +12,9 @@
 //!
 //! Each run takes well under a second in the test profile, so nothing is
 //! ignored; print the table with
-//! `cargo test -p pepkit-cc --test scenario2 -- --nocapture --test-threads 1`.
+//! `cargo test -p pepkit-sidekick --test scenario2 -- --nocapture --test-threads 1`.
 
-use cc::{CubicConfig, PacubicConfig, PacubicFactory, PacubicStats};
+use cc::{CubicConfig, PacubicConfig, PacubicFactory, PacubicStats, Signals};
 use netsim::*;
 use quack::F32;
 use quic::{
@@ -22,7 +22,7 @@ use quic::{
     SimClock,
 };
 use sidekick::wire::Interval;
-use sidekick::{ProxyConfig, SenderConfig, SenderStats, SidekickHost, SidekickProxy, Signals};
+use sidekick::{ProxyConfig, SenderConfig, SenderStats, SidekickHost, SidekickProxy};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
