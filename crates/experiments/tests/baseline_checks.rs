@@ -11,10 +11,6 @@ name = "baselines"
 title = "baselines"
 trials = 2
 path = ["near", "far"]
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "20Mbit/s"

@@ -16,10 +16,6 @@ trials = 2
 max_udp_payload = 1200
 sample_interval = "50ms"
 path = ["near", "far"]
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "100Mbit/s"

@@ -10,10 +10,6 @@ name = "interrupted"
 title = "interrupted"
 trials = 3
 path = ["near"]
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "10Mbit/s"

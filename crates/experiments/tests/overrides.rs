@@ -15,10 +15,6 @@ name = "t"
 title = "test"
 trials = 1
 path = ["near", "far"]
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "100Mbit/s"

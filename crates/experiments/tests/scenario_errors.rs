@@ -24,6 +24,19 @@ direction = "upload"
 size = "1MB"
 "#;
 
+#[test]
+fn a_file_without_endpoint_addresses_gets_the_defaults() {
+    let text = BASE.replace("[client]\naddr = \"10.0.0.1\"\n", "").replace(
+        "[server]\naddr = \"10.0.1.1\"\n",
+        "[server]\ncontroller = \"bbr\"\n",
+    );
+    let file = ScenarioFile::parse(&text, PathBuf::from("t.toml")).unwrap();
+    let flow = &file.base.flows()[0];
+    assert_eq!(flow.client.ip(), experiments::scenario::DEFAULT_CLIENT);
+    assert_eq!(flow.server.ip(), experiments::scenario::DEFAULT_SERVER);
+    assert_eq!(flow.server_controller, cc::Controller::Bbr);
+}
+
 fn error(text: &str) -> String {
     match ScenarioFile::parse(text, PathBuf::from("bad.toml")) {
         Ok(_) => panic!("accepted:\n{text}"),

@@ -16,10 +16,7 @@ time_limit = "20s"
 measure = { from = "1s", until = "4s" }
 path = ["near", "far"]
 [client]
-addr = "10.0.0.1"
 controller = "proteus-p"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "100Mbit/s"

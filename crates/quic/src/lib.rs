@@ -173,6 +173,7 @@ mod session;
 mod setup;
 mod short_flows;
 mod split_proxy;
+pub mod testing;
 mod timed;
 mod video;
 

@@ -4,10 +4,8 @@
 
 use bytes::Bytes;
 use netsim::*;
-use quic::{BulkClient, BulkServerFactory, DatagramChannel, Direction};
-use quic::{QuicClient, QuicConfig, QuicServer};
+use quic::DatagramChannel;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// What a receiver got: each datagram with its arrival time.
 type Received = Arc<Mutex<Vec<(Time, Bytes)>>>;
@@ -19,31 +17,7 @@ fn relay(count: u8, receiver: Option<Received>) -> DatagramChannel {
     if let Some(received) = receiver {
         server_channel.deliver_to(move |at, data| received.lock().unwrap().push((at, data)));
     }
-    let config = |channel: &DatagramChannel| {
-        QuicConfig::new(Seed::new(3))
-            .with_datagram_channel(channel.clone())
-            .with_max_udp_payload(1200)
-    };
-    let (a, b) = (
-        "10.0.0.1:5000".parse().unwrap(),
-        "10.0.1.1:4433".parse().unwrap(),
-    );
-    let client = QuicClient::new(
-        config(&client_channel),
-        a,
-        b,
-        BulkClient::new(Direction::Download, 2_000_000),
-    );
-    let server = QuicServer::new(config(&server_channel), b, BulkServerFactory);
-    let link = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10));
-    let spec = ChainSpec::new(
-        HostSpec::new("c", a.ip(), client),
-        HostSpec::new("s", b.ip(), server),
-    )
-    .hop(HopConfig::new(link.clone(), link));
-    let mut sim = Simulator::new(Seed::new(3));
-    sim.add_chain(spec).unwrap();
-    sim.run_until(Time::from_millis(200));
+    let mut sim = quic::testing::datagram_pair(Seed::new(3), &client_channel, &server_channel);
     for i in 0..count {
         client_channel.send(Bytes::from(vec![i]));
         sim.run_until(Time::from_millis(210 + 10 * u64::from(i)));

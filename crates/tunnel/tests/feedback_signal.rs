@@ -5,8 +5,7 @@
 use bytes::Bytes;
 use cc::{Signal, Signals};
 use netsim::*;
-use quic::{BulkClient, BulkServerFactory, DatagramChannel, Direction};
-use quic::{QuicClient, QuicConfig, QuicServer};
+use quic::DatagramChannel;
 use std::time::Duration;
 use tunnel::Feedback;
 
@@ -15,31 +14,7 @@ fn quic_info_datagrams_become_tunnel_feedback_signals() {
     let (client_channel, server_channel) = (DatagramChannel::default(), DatagramChannel::default());
     let signals = Signals::default();
     tunnel::deliver_feedback(&server_channel, signals.clone());
-    let config = |channel: &DatagramChannel| {
-        QuicConfig::new(Seed::new(4))
-            .with_datagram_channel(channel.clone())
-            .with_max_udp_payload(1200)
-    };
-    let (a, b) = (
-        "10.0.0.1:5000".parse().unwrap(),
-        "10.0.1.1:4433".parse().unwrap(),
-    );
-    let client = QuicClient::new(
-        config(&client_channel),
-        a,
-        b,
-        BulkClient::new(Direction::Download, 1_000_000),
-    );
-    let server = QuicServer::new(config(&server_channel), b, BulkServerFactory);
-    let link = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10));
-    let spec = ChainSpec::new(
-        HostSpec::new("c", a.ip(), client),
-        HostSpec::new("s", b.ip(), server),
-    )
-    .hop(HopConfig::new(link.clone(), link));
-    let mut sim = Simulator::new(Seed::new(4));
-    sim.add_chain(spec).unwrap();
-    sim.run_until(Time::from_millis(200));
+    let mut sim = quic::testing::datagram_pair(Seed::new(4), &client_channel, &server_channel);
     let feedback = |sequence| Feedback {
         sequence,
         ..Feedback::example()

@@ -15,7 +15,7 @@ pub(super) const SERVER_PORT: u16 = 4433;
 
 /// An endpoint's socket address.
 pub(super) fn endpoint_addr(endpoint: &RawEndpoint, default_port: u16) -> SocketAddr {
-    SocketAddr::new(endpoint.addr, endpoint.port.unwrap_or(default_port))
+    SocketAddr::new(endpoint.addr(), endpoint.port.unwrap_or(default_port))
 }
 
 /// An endpoint's QUIC controller (default CUBIC).

@@ -285,14 +285,14 @@ impl RawScenario {
             None => (default_controller.clone(), server_controller.clone()),
         };
         let at = |endpoint: &RawEndpoint, who: &str, port: u16| {
-            offset_addr(endpoint.addr, index as u128)
+            offset_addr(endpoint.addr(), index as u128)
                 .map(|ip| SocketAddr::new(ip, endpoint.port.unwrap_or(port)))
                 .ok_or_else(|| {
                     (
                         format!("{who}.addr"),
                         format!(
                             "{} plus {index} (one address per flow) overflows",
-                            endpoint.addr
+                            endpoint.addr()
                         ),
                     )
                 })

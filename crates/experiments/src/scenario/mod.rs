@@ -31,7 +31,9 @@ pub use error::ScenarioError;
 pub use file::{MAX_FILE_BYTES, Quick, ScenarioFile, Variant};
 pub use hop::{Buffer, Capacity, Hop};
 pub use overrides::{Override, Shadowed};
-pub use raw::{AckFrequencySpec, LossDirection, SwitchTo, Transport};
+pub use raw::{
+    AckFrequencySpec, DEFAULT_CLIENT, DEFAULT_SERVER, LossDirection, SwitchTo, Transport,
+};
 pub use sweep::SweepPoint;
 pub use validate::{MAX_HOPS, MAX_TRIALS};
 

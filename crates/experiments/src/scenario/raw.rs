@@ -36,7 +36,11 @@ pub(crate) struct RawScenario {
     /// (default: the first).
     #[serde(default)]
     pub sample_flow: Option<String>,
+    /// The client (default: at [`DEFAULT_CLIENT`]).
+    #[serde(default = "RawEndpoint::client", deserialize_with = "client")]
     pub client: RawEndpoint,
+    /// The server (default: at [`DEFAULT_SERVER`]).
+    #[serde(default = "RawEndpoint::server", deserialize_with = "server")]
     pub server: RawEndpoint,
     pub path: Vec<String>,
     pub hops: BTreeMap<String, RawHop>,
@@ -112,11 +116,28 @@ pub enum Transport {
     Tcp,
 }
 
+/// The client's address when a file gives none.
+pub const DEFAULT_CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 2, 10));
+/// The server's address when a file gives none.
+pub const DEFAULT_SERVER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 1, 10));
+
+/// The client's table, its address [`DEFAULT_CLIENT`] unless it names one.
+fn client<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawEndpoint, D::Error> {
+    RawEndpoint::deserialize(deserializer).map(|e| e.or_at(DEFAULT_CLIENT))
+}
+
+/// The server's table, its address [`DEFAULT_SERVER`] unless it names one.
+fn server<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawEndpoint, D::Error> {
+    RawEndpoint::deserialize(deserializer).map(|e| e.or_at(DEFAULT_SERVER))
+}
+
 /// One end of the path, as written.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawEndpoint {
-    pub addr: IpAddr,
+    /// Its address (always set once read: the side's default fills it).
+    #[serde(default)]
+    addr: Option<IpAddr>,
     #[serde(default)]
     pub port: Option<u16>,
     /// A controller by name or as a table (QUIC), or a Linux name (TCP);
@@ -133,6 +154,29 @@ pub(crate) struct RawEndpoint {
     /// An independent QUIC stack for this end (real mode only).
     #[serde(default)]
     pub stack: Option<crate::peers::Stack>,
+}
+
+impl RawEndpoint {
+    /// A client's table that sets nothing.
+    fn client() -> RawEndpoint {
+        RawEndpoint::default().or_at(DEFAULT_CLIENT)
+    }
+
+    /// A server's table that sets nothing.
+    fn server() -> RawEndpoint {
+        RawEndpoint::default().or_at(DEFAULT_SERVER)
+    }
+
+    /// Itself, at `addr` if it names no address.
+    fn or_at(mut self, addr: IpAddr) -> RawEndpoint {
+        self.addr.get_or_insert(addr);
+        self
+    }
+
+    /// Its address.
+    pub(crate) fn addr(&self) -> IpAddr {
+        self.addr.unwrap_or(DEFAULT_CLIENT)
+    }
 }
 
 /// An endpoint's `ack_frequency = { threshold = 50, max_delay = "50ms" }`.

@@ -59,7 +59,7 @@ impl RawScenario {
                 "needs a bulk upload (the server must be the data receiver)",
             );
         }
-        if self.client.addr == self.server.addr {
+        if self.client.addr() == self.server.addr() {
             return fail("server.addr", "must differ from client.addr");
         }
         let stacks = (

@@ -35,10 +35,6 @@ name = "{name}"
 title = "{title}"
 path = ["near", "far"]
 trials = 1
-[client]
-addr = "10.0.0.1"
-[server]
-addr = "10.0.1.1"
 [hops.near]
 delay = "1ms"
 rate = "100Mbit/s"
