@@ -167,12 +167,12 @@ fn os_seed() -> Result<u64, String> {
 }
 
 /// Where the system runs, in words, for the daemon's first log line.
-pub fn describe(middle: &Middle, options: &RouterOptions) -> String {
+fn describe(middle: &Middle, interfaces: &[String], addr: Option<SocketAddr>) -> String {
     let kind = middle.kind();
-    let interfaces = options.interfaces.join(", ");
-    match options.site.addr {
+    let interfaces = interfaces.join(", ");
+    match addr {
         Some(addr) if interfaces.is_empty() => format!("{kind} on {addr}"),
-        Some(addr) => format!("{kind} on {interfaces}, its address {addr}"),
+        Some(addr) => format!("{kind} on {interfaces}, its address {}", addr.ip()),
         None => format!("{kind} on {interfaces}"),
     }
 }
@@ -221,6 +221,11 @@ pub fn run(
         }
     }
     setup.router = Some(&site);
+    let _ = writeln!(
+        log,
+        "middle: {}",
+        describe(middle, &options.interfaces, site.addr)
+    );
     if let Some(run_for) = options.run_for {
         let stop = Arc::clone(stop);
         std::thread::spawn(move || {

@@ -157,7 +157,6 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("middle: {}", daemon::describe(&middle, &options));
     match daemon::run(&middle, &options, &stop, &dump, &mut std::io::stderr()) {
         Err(daemon::DaemonError::Usage(e)) => {
             eprintln!("middle: {e}");
