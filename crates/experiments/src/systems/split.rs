@@ -320,3 +320,57 @@ impl Middlebox for SplitMux {
             .min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netsim::Seed;
+
+    fn datagram(dst: &str, payload: Vec<u8>) -> Datagram {
+        Datagram::new(
+            "10.0.2.10:5000".parse().unwrap(),
+            dst.parse().unwrap(),
+            payload,
+        )
+    }
+
+    /// A client's first datagram: a long header, type Initial, padded.
+    fn initial(dst: &str) -> Datagram {
+        let mut payload = vec![0u8; 1200];
+        payload[0] = 0xc0;
+        datagram(dst, payload)
+    }
+
+    #[test]
+    fn a_routers_proxies_are_made_per_server_bounded_and_forgotten_when_idle() {
+        let quic = QuicConfig::new(Seed::new(1));
+        let mut mux = SplitMux::on_router(OnDemand {
+            front: quic.clone(),
+            back: quic,
+            max_servers: 1,
+            max_clients: 4,
+            idle_timeout: Duration::from_secs(10),
+        });
+        let now = Time::ZERO;
+        // What does not open a QUIC connection passes unchanged.
+        let plain = datagram("10.0.1.10:53", b"not quic".to_vec());
+        mux.handle_datagram(now, CLIENT_SIDE, plain.clone());
+        assert_eq!(mux.poll_transmit(now).map(|t| t.datagram), Some(plain));
+        assert!(mux.proxies.is_empty());
+        // An Initial to a server makes its proxy; one to a second server,
+        // beyond the bound, passes unchanged.
+        mux.handle_datagram(now, CLIENT_SIDE, initial("10.0.1.10:4433"));
+        assert_eq!(mux.proxies.len(), 1);
+        while mux.poll_transmit(now).is_some() {}
+        let second = initial("10.0.1.11:4433");
+        mux.handle_datagram(now, CLIENT_SIDE, second.clone());
+        assert_eq!(mux.proxies.len(), 1);
+        assert_eq!(mux.poll_transmit(now).map(|t| t.datagram), Some(second));
+        // Idle past the timeout, the proxy is forgotten; the bound frees.
+        let later = Time::ZERO + Duration::from_secs(11);
+        mux.handle_timeout(later);
+        assert!(mux.proxies.is_empty());
+        mux.handle_datagram(later, CLIENT_SIDE, initial("10.0.1.11:4433"));
+        assert_eq!(mux.proxies.len(), 1);
+    }
+}
