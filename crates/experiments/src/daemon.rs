@@ -191,6 +191,9 @@ pub fn run(
     log: &mut dyn Write,
 ) -> Result<serde_json::Value, DaemonError> {
     let system = middle.system();
+    system
+        .check_settings()
+        .or_else(|(field, why)| usage(format!("{field}: {why}")))?;
     let seed = Seed::new(match options.seed {
         Some(seed) => seed,
         None => os_seed()?,

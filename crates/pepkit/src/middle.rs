@@ -111,7 +111,7 @@ pub(crate) fn settings_help() -> String {
         "\nSignals: SIGUSR1 writes the system's table to stderr; SIGTERM or SIGINT stops it, \
          and it prints its counters as one JSON line on stdout. In the path the kernel's \
          forwarding is off on the interfaces while it runs. Needs root for packet sockets \
-         (the tunnel server on its own sockets does not).",
+         and for ports below 1024 (the tunnel server opens no packet socket).",
     );
     text
 }

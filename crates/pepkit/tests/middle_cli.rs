@@ -63,7 +63,7 @@ fn the_help_lists_every_system_and_its_settings_with_their_defaults() {
 
 #[test]
 fn bad_tables_and_misfit_interfaces_fail_with_one_line() {
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 9] = [
         (
             &["middle", "{ kind = \"pemi\", alpha = 0 }"],
             &["alpha", "at least 1"],
@@ -82,6 +82,14 @@ fn bad_tables_and_misfit_interfaces_fail_with_one_line() {
             &["tecc", "--addr"],
         ),
         (&["middle", "router"], &["plain router"]),
+        (
+            &["middle", "split", "--set", "max_servers=0"],
+            &["middle.max_servers", "at least 1"],
+        ),
+        (
+            &["middle", "pep", "--set", "idle_timeout=0s"],
+            &["middle.idle_timeout"],
+        ),
     ];
     for (args, words) in cases {
         let error = fails(args, 2);

@@ -42,6 +42,7 @@ impl RawScenario {
         };
         let traits = self.workload.traits();
         let kernel_tcp = self.transport == Transport::Tcp;
+        self.middle.system().check_settings()?;
         self.middle.system().check(&Facts {
             workload: traits,
             hops: path.len(),

@@ -156,6 +156,14 @@ pub fn catalogue() -> Vec<Entry> {
 /// A problem with a scenario: the field and what is wrong.
 pub(crate) type Problem = (String, String);
 
+/// A positive count, or the problem with setting `field` to 0.
+pub(crate) fn positive(field: &str, value: usize) -> Result<(), Problem> {
+    match value {
+        0 => Err((format!("middle.{field}"), "must be at least 1".into())),
+        _ => Ok(()),
+    }
+}
+
 /// A check's verdict that the `middle` system does not fit the rest of the
 /// scenario, `why` saying what to change.
 pub(crate) fn wrong_middle(why: &str) -> Result<(), Problem> {
@@ -349,6 +357,12 @@ pub(crate) trait Service: Send {
 /// that has no address, feeds no controller, puts nothing beside its
 /// clients and counts nothing.
 pub(crate) trait System {
+    /// Checks what its settings' types cannot say, on their own: run for a
+    /// scenario and for a router daemon alike (by default, nothing).
+    fn check_settings(&self) -> Result<(), Problem> {
+        Ok(())
+    }
+
     /// Checks it against the rest of the scenario.
     fn check(&self, facts: &Facts) -> Result<(), Problem>;
 

@@ -10,7 +10,7 @@
 //! ```
 
 use super::settings::settings;
-use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup, wrong_middle};
+use super::{Facts, OnTestbed, Problem, Service, System, TrialSetup, positive, wrong_middle};
 use crate::outcome::Mode;
 use crate::units::Span;
 use ::pep::{self as tcp_pep, TcpPep, TcpPepConfig};
@@ -43,8 +43,13 @@ impl System for Pep {
         if facts.hops < 2 {
             return wrong_middle("a PEP needs a node between two hops");
         }
-        if self.max_connections() == 0 || self.idle_timeout().0.is_zero() {
-            return wrong_middle("the PEP's `max_connections` and `idle_timeout` must be positive");
+        Ok(())
+    }
+
+    fn check_settings(&self) -> Result<(), Problem> {
+        positive("max_connections", self.max_connections())?;
+        if self.idle_timeout().0.is_zero() {
+            return Err(("middle.idle_timeout".into(), "must be positive".into()));
         }
         Ok(())
     }

@@ -23,8 +23,8 @@
 
 use super::settings::settings;
 use super::{
-    Facts, OnTestbed, Placement, Problem, System, Topology, TrialSetup, engine_as, quic_with,
-    wrong_middle,
+    Facts, OnTestbed, Placement, Problem, System, Topology, TrialSetup, engine_as, positive,
+    quic_with, wrong_middle,
 };
 use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Span;
@@ -75,6 +75,11 @@ impl System for Split {
         Ok(())
     }
 
+    fn check_settings(&self) -> Result<(), Problem> {
+        positive("max_servers", self.max_servers())?;
+        positive("max_clients", self.max_clients())
+    }
+
     fn serves(&self) -> bool {
         true
     }
@@ -85,8 +90,8 @@ impl System for Split {
             return Some(Box::new(SplitMux::on_router(OnDemand {
                 front: quic_with(trial.quic, &cc::Controller::default(), trial.seed),
                 back: quic_with(trial.quic, &back, trial.seed),
-                max_servers: self.max_servers().max(1),
-                max_clients: self.max_clients().max(1),
+                max_servers: self.max_servers(),
+                max_clients: self.max_clients(),
                 idle_timeout: self.idle_timeout().0,
             })));
         }
