@@ -27,7 +27,7 @@ pub use split::Split;
 pub use tecc::{TUNNEL_SERVER, Tecc, TunnelCc, TunnelMode};
 
 use crate::outcome::{FlowNames, Mode, TrialResult};
-use crate::workloads::{TcpTransfer, Traits};
+use crate::workloads::{Side, TcpTransfer, Traits};
 use netsim::{FateRecord, Host, Middlebox, Seed, Time};
 use quic::{ConnRecord, QuicConfig};
 use serde::{Deserialize, Serialize};
@@ -213,10 +213,13 @@ pub(crate) struct Feeds {
     pub client_cids: Option<quic::CidLog>,
 }
 
-/// A served flow's client as the system wraps it.
+/// A served flow's client (or server: [`System::wrap_server`]) as the
+/// system wraps it.
 pub(crate) struct ServedClient<'a> {
     /// The trial's seed.
     pub seed: Seed,
+    /// The flow's data sender.
+    pub data_sender: Side,
     /// How the flow is named.
     pub names: &'a FlowNames,
     /// The client's and the server's addresses.
@@ -304,7 +307,8 @@ pub(crate) enum Placement {
     /// decides what leaves, when.
     InPath,
     /// The kernel forwards; the engine sees copies of what arrives on the
-    /// client-side interface and sends only its own datagrams.
+    /// node's interfaces (from either side) and sends only its own
+    /// datagrams.
     Beside,
     /// The kernel forwards; the engine sees only what arrives on its own
     /// sockets (its addresses), as a server does.
@@ -402,6 +406,12 @@ pub(crate) trait System {
         client
     }
 
+    /// The server of a flow it serves, with what it puts beside it (by
+    /// default, nothing).
+    fn wrap_server(&self, server: Box<dyn Host>, _served: &ServedClient<'_>) -> Box<dyn Host> {
+        server
+    }
+
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
@@ -458,6 +468,18 @@ pub(crate) trait System {
         _result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
         (client, None)
+    }
+
+    /// A served flow's server after the trial: records what it put beside
+    /// it ([`System::wrap_server`]) and returns the workload's own server
+    /// host.
+    fn open_server<'a>(
+        &self,
+        server: &'a dyn Host,
+        _names: &FlowNames,
+        _result: &mut TrialResult,
+    ) -> &'a dyn Host {
+        server
     }
 }
 

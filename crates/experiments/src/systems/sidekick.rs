@@ -1,7 +1,10 @@
 //! Sidekick (NSDI 2024): the proxy engine on the middle node quACKs the
-//! packets of the clients that ask, and each client it serves runs the
-//! sidekick sender engine beside its socket, whose events feed the
-//! client's controller (PACUBIC).
+//! packets of the data senders that ask, and the data sender of each flow
+//! it serves runs the sidekick sender engine beside its socket, whose
+//! events feed that endpoint's controller (PACUBIC): the client for an
+//! upload or the media workload, the server for a download. A remote
+//! sender's control messages and quACKs cross the hops between it and the
+//! proxy, as any datagram does.
 //!
 //! ```toml
 //! middle = { kind = "sidekick", interval = "30ms", threshold = 10 }
@@ -11,8 +14,8 @@
 
 use super::settings::settings;
 use super::{
-    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
-    engine_as, wrong_middle,
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
+    wrong_middle,
 };
 use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Span;
@@ -210,7 +213,7 @@ impl Sidekick {
     }
 }
 
-/// A client with the sender engine beside it.
+/// A data sender with the sender engine beside it.
 type Wrapped = SidekickHost<Box<dyn Host>, F32>;
 
 impl System for Sidekick {
@@ -223,12 +226,6 @@ impl System for Sidekick {
         if facts.kernel_tcp {
             return wrong_middle(
                 "the sidekick sender runs beside our own endpoints: use transport = \"quic\"",
-            );
-        }
-        if facts.workload.data_sender != Side::Client {
-            return wrong_middle(
-                "the sidekick helps the client as a data sender: use it with the media \
-                 workload or a bulk upload",
             );
         }
         Ok(())
@@ -262,20 +259,30 @@ impl System for Sidekick {
         }
     }
 
-    fn feeds(&self, client: &cc::Controller, _server: &cc::Controller) -> Feeds {
-        let reads = client.requires().map(|(input, _)| input) == Some(cc::Input::NearSegment);
+    fn feeds(&self, client: &cc::Controller, server: &cc::Controller) -> Feeds {
+        // Only the data sender's controller can read the near segment (the
+        // scenario's checks provide it to no other).
+        let reads = |controller: &cc::Controller| {
+            controller.requires().map(|(input, _)| input) == Some(cc::Input::NearSegment)
+        };
         Feeds {
-            client_signals: reads.then(cc::Signals::default),
+            client_signals: reads(client).then(cc::Signals::default),
+            server_signals: reads(server).then(cc::Signals::default),
             ..Feeds::default()
         }
     }
 
     fn wrap_client(&self, client: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
-        let seed = served.seed.derive(&served.names.label("sidekick"));
-        let host = Wrapped::new(client, self.sender_config(), seed);
-        match served.feeds.client_signals.clone() {
-            Some(signals) => Box::new(host.with_signals(signals)),
-            None => Box::new(host),
+        match served.data_sender {
+            Side::Client => self.wrap(client, served, served.feeds.client_signals.clone()),
+            Side::Server => client,
+        }
+    }
+
+    fn wrap_server(&self, server: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
+        match served.data_sender {
+            Side::Server => self.wrap(server, served, served.feeds.server_signals.clone()),
+            Side::Client => server,
         }
     }
 
@@ -309,19 +316,54 @@ impl System for Sidekick {
         names: &FlowNames,
         result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
-        let Some(wrapped) = client_as::<Wrapped>(client, "the sidekick sender engine", result)
-        else {
-            return (client, None);
-        };
-        let stats = wrapped.stats();
-        result.set(names.metric("sidekick_quacks"), stats.quacks as f64);
-        result.set(
-            names.metric("sidekick_retransmitted"),
-            stats.retransmitted as f64,
-        );
-        result.set(names.metric("sidekick_resets"), stats.resets as f64);
-        (wrapped.inner().as_ref(), None)
+        (open_sender(client, names, result), None)
     }
+
+    fn open_server<'a>(
+        &self,
+        server: &'a dyn Host,
+        names: &FlowNames,
+        result: &mut TrialResult,
+    ) -> &'a dyn Host {
+        open_sender(server, names, result)
+    }
+}
+
+impl Sidekick {
+    /// `sender`, the data sender of a served flow, with the sender engine
+    /// beside it, pushing its signals to `signals` if its controller reads
+    /// them.
+    fn wrap(
+        &self,
+        sender: Box<dyn Host>,
+        served: &ServedClient<'_>,
+        signals: Option<cc::Signals>,
+    ) -> Box<dyn Host> {
+        let seed = served.seed.derive(&served.names.label("sidekick"));
+        let host = Wrapped::new(sender, self.sender_config(), seed);
+        match signals {
+            Some(signals) => Box::new(host.with_signals(signals)),
+            None => Box::new(host),
+        }
+    }
+}
+
+/// A served flow's endpoint after the trial: if the sender engine is
+/// beside it (it was the data sender), records the engine's counters and
+/// returns the workload's own host; else `host` unchanged.
+fn open_sender<'a>(host: &'a dyn Host, names: &FlowNames, result: &mut TrialResult) -> &'a dyn Host {
+    let any: &dyn std::any::Any = host;
+    let Some(wrapped) = any.downcast_ref::<Wrapped>() else {
+        return host;
+    };
+    let stats = wrapped.stats();
+    result.set(names.metric("sidekick_quacks"), stats.quacks as f64);
+    result.set(
+        names.metric("sidekick_retransmitted"),
+        stats.retransmitted as f64,
+    );
+    result.set(names.metric("sidekick_resets"), stats.resets as f64);
+    wrapped.inner().as_ref()
 }
 
 /// One of the proxy's flows as a line of its table.

@@ -227,16 +227,20 @@ fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
                 .map(|&(at, to)| (Time::ZERO + at, to))
                 .collect(),
         });
-        let client = if served {
+        let (client, server) = if served {
             let served = ServedClient {
                 seed,
+                data_sender: sender,
                 names: &names,
                 addrs: (flow.client, flow.server),
                 feeds,
             };
-            system.wrap_client(client, &served)
+            (
+                system.wrap_client(client, &served),
+                system.wrap_server(server, &served),
+            )
         } else {
-            client
+            (client, server)
         };
         built.push(FlowHosts {
             endpoints: Endpoints::Hosts { client, server },

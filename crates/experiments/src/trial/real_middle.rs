@@ -51,7 +51,16 @@ impl RunningMiddle {
                             .routes(at)
                             .ok_or_else(|| format!("no middle node {at}"))?,
                     },
-                    Placement::Beside => emu::driver::Placement::Beside { sniff: vec![0] },
+                    // Both sides: the data sender of a flow may be the
+                    // client or the server, as on a router's daemon.
+                    Placement::Beside => emu::driver::Placement::Beside {
+                        sniff: (0..testbed
+                            .middle(at)
+                            .ok_or_else(|| format!("no middle node {at}"))?
+                            .interfaces
+                            .len())
+                            .collect(),
+                    },
                     Placement::OwnSockets => emu::driver::Placement::Beside { sniff: Vec::new() },
                 };
                 let local = OnTestbed::ipv4(local);
