@@ -11,7 +11,10 @@
 //! * [`sender`]: the data-sender engine that logs what the sender sends,
 //!   decodes quACKs and says what to retransmit;
 //! * [`host`]: the sender engine beside any sender's socket, as a netsim
-//!   host.
+//!   host;
+//! * [`relay`]: the same engines with their roles turned around for a
+//!   remote data sender: the proxy's node resends from the data
+//!   receiver's quACKs.
 //!
 //! What the sender learns for its congestion controller it writes as
 //! `cc`'s near-segment signals (`cc::signals`: the proxy received or lost
@@ -26,10 +29,12 @@
 mod flow_encoder;
 pub mod host;
 pub mod proxy;
+pub mod relay;
 pub mod sender;
 pub mod wire;
 
 pub use host::SidekickHost;
 pub use proxy::{FlowSummary, ProxyConfig, ProxyStats, SidekickProxy};
+pub use relay::{QuackingHost, Relay, RelayStats};
 pub use sender::{SenderConfig, SenderStats, SidekickSender};
 pub use wire::{Config, Control, Discovery, Interval, ParseError};

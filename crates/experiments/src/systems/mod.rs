@@ -213,8 +213,7 @@ pub(crate) struct Feeds {
     pub client_cids: Option<quic::CidLog>,
 }
 
-/// A served flow's client (or server: [`System::wrap_server`]) as the
-/// system wraps it.
+/// A served flow's client as the system wraps it.
 pub(crate) struct ServedClient<'a> {
     /// The trial's seed.
     pub seed: Seed,
@@ -232,6 +231,8 @@ pub(crate) struct ServedClient<'a> {
 pub(crate) struct ServedFlow<'a> {
     /// The server's address.
     pub server: SocketAddr,
+    /// The flow's data sender.
+    pub data_sender: Side,
     /// The client's controller.
     pub client_controller: &'a cc::Controller,
     /// The server's controller.
@@ -406,12 +407,6 @@ pub(crate) trait System {
         client
     }
 
-    /// The server of a flow it serves, with what it puts beside it (by
-    /// default, nothing).
-    fn wrap_server(&self, server: Box<dyn Host>, _served: &ServedClient<'_>) -> Box<dyn Host> {
-        server
-    }
-
     /// Records what its engine counted, once per trial.
     fn collect(&self, _engine: Option<&dyn Middlebox>, _result: &mut TrialResult) {}
 
@@ -468,18 +463,6 @@ pub(crate) trait System {
         _result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
         (client, None)
-    }
-
-    /// A served flow's server after the trial: records what it put beside
-    /// it ([`System::wrap_server`]) and returns the workload's own server
-    /// host.
-    fn open_server<'a>(
-        &self,
-        server: &'a dyn Host,
-        _names: &FlowNames,
-        _result: &mut TrialResult,
-    ) -> &'a dyn Host {
-        server
     }
 }
 

@@ -1,10 +1,10 @@
 //! Sidekick (NSDI 2024): the proxy engine on the middle node quACKs the
-//! packets of the data senders that ask, and the data sender of each flow
-//! it serves runs the sidekick sender engine beside its socket, whose
-//! events feed that endpoint's controller (PACUBIC): the client for an
-//! upload or the media workload, the server for a download. A remote
-//! sender's control messages and quACKs cross the hops between it and the
-//! proxy, as any datagram does.
+//! packets of the clients that ask, and each client it serves as a data
+//! sender (an upload, the media workload) runs the sidekick sender engine
+//! beside its socket, whose events feed the client's controller (PACUBIC).
+//! For a flow whose data sender is the server (a download), the roles turn
+//! around ([`sidekick::relay`]): the node resends the server's datagrams
+//! from quACKs that the client sends, and the server is unmodified.
 //!
 //! ```toml
 //! middle = { kind = "sidekick", interval = "30ms", threshold = 10 }
@@ -14,8 +14,8 @@
 
 use super::settings::settings;
 use super::{
-    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, engine_as,
-    wrong_middle,
+    Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
+    engine_as, wrong_middle,
 };
 use crate::outcome::{FlowNames, TrialResult};
 use crate::units::Span;
@@ -25,7 +25,9 @@ use quack::F32;
 use quic::ConnRecord;
 use serde::{Deserialize, Serialize};
 use sidekick::wire::Interval;
-use sidekick::{FlowSummary, ProxyConfig, SenderConfig, SidekickHost, SidekickProxy};
+use sidekick::{
+    FlowSummary, ProxyConfig, QuackingHost, Relay, SenderConfig, SidekickHost, SidekickProxy,
+};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -216,6 +218,9 @@ impl Sidekick {
 /// A data sender with the sender engine beside it.
 type Wrapped = SidekickHost<Box<dyn Host>, F32>;
 
+/// A data receiver (the client of a download) that quACKs to the relay.
+type Receiver = QuackingHost<Box<dyn Host>>;
+
 impl System for Sidekick {
     fn check(&self, facts: &Facts) -> Result<(), Problem> {
         if self.quacks.is_none() {
@@ -244,30 +249,22 @@ impl System for Sidekick {
     }
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
-        let proxy = SidekickProxy::new(self.proxy_config(trial.seed, true));
-        Some(Box::new(proxy))
+        Some(self.engine(trial, SIDEKICK_PROXY, true))
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
         let control = trial.own_addr(SIDEKICK_PROXY);
         OnTestbed::Engine {
-            engine: Box::new(SidekickProxy::new(
-                self.proxy_config_at(control, trial.seed, false),
-            )),
+            engine: self.engine(trial, control, false),
             placement: Placement::Beside,
             local: vec![control],
         }
     }
 
-    fn feeds(&self, client: &cc::Controller, server: &cc::Controller) -> Feeds {
-        // Only the data sender's controller can read the near segment (the
-        // scenario's checks provide it to no other).
-        let reads = |controller: &cc::Controller| {
-            controller.requires().map(|(input, _)| input) == Some(cc::Input::NearSegment)
-        };
+    fn feeds(&self, client: &cc::Controller, _server: &cc::Controller) -> Feeds {
+        let reads = client.requires().map(|(input, _)| input) == Some(cc::Input::NearSegment);
         Feeds {
-            client_signals: reads(client).then(cc::Signals::default),
-            server_signals: reads(server).then(cc::Signals::default),
+            client_signals: reads.then(cc::Signals::default),
             ..Feeds::default()
         }
     }
@@ -275,20 +272,23 @@ impl System for Sidekick {
     fn wrap_client(&self, client: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
         match served.data_sender {
             Side::Client => self.wrap(client, served, served.feeds.client_signals.clone()),
-            Side::Server => client,
-        }
-    }
-
-    fn wrap_server(&self, server: Box<dyn Host>, served: &ServedClient<'_>) -> Box<dyn Host> {
-        match served.data_sender {
-            Side::Server => self.wrap(server, served, served.feeds.server_signals.clone()),
-            Side::Client => server,
+            Side::Server => {
+                let seed = served.seed.derive(&served.names.label("sidekick-receiver"));
+                let config = self.proxy_config(seed, false);
+                Box::new(QuackingHost::new(client, served.addrs.0, config))
+            }
         }
     }
 
     fn collect(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {
         if let Some(proxy) = engine_as::<SidekickProxy>(engine) {
             result.set("proxy_quacks", proxy.stats().quacks as f64);
+        }
+        if let Some(relay) = engine_as::<Relay<F32>>(engine) {
+            result.set("proxy_quacks", relay.proxy().stats().quacks as f64);
+            let stats = relay.stats();
+            result.set("relay_quacks", stats.quacks as f64);
+            result.set("relay_retransmitted", stats.retransmitted as f64);
         }
     }
 
@@ -316,20 +316,56 @@ impl System for Sidekick {
         names: &FlowNames,
         result: &mut TrialResult,
     ) -> (&'a dyn Host, Option<&'a ConnRecord>) {
-        (open_sender(client, names, result), None)
-    }
-
-    fn open_server<'a>(
-        &self,
-        server: &'a dyn Host,
-        names: &FlowNames,
-        result: &mut TrialResult,
-    ) -> &'a dyn Host {
-        open_sender(server, names, result)
+        let any: &dyn std::any::Any = client;
+        if let Some(receiver) = any.downcast_ref::<Receiver>() {
+            let quacks = receiver.engine().stats().quacks;
+            result.set(names.metric("receiver_quacks"), quacks as f64);
+            return (receiver.inner().as_ref(), None);
+        }
+        let Some(wrapped) = client_as::<Wrapped>(client, "the sidekick sender engine", result)
+        else {
+            return (client, None);
+        };
+        let stats = wrapped.stats();
+        result.set(names.metric("sidekick_quacks"), stats.quacks as f64);
+        result.set(
+            names.metric("sidekick_retransmitted"),
+            stats.retransmitted as f64,
+        );
+        result.set(names.metric("sidekick_resets"), stats.resets as f64);
+        (wrapped.inner().as_ref(), None)
     }
 }
 
 impl Sidekick {
+    /// The engine on the node, with its control address at `control`:
+    /// the proxy, or, when it serves a flow whose data sender is the
+    /// server, the relay around it.
+    fn engine(
+        &self,
+        trial: &TrialSetup<'_>,
+        control: SocketAddr,
+        forward: bool,
+    ) -> Box<dyn Middlebox> {
+        let config = self.proxy_config_at(control, trial.seed, forward);
+        let remote: Vec<IpAddr> = trial
+            .flows
+            .iter()
+            .filter(|flow| flow.data_sender == Side::Server)
+            .map(|flow| flow.server.ip())
+            .collect();
+        if remote.is_empty() {
+            return Box::new(SidekickProxy::new(config));
+        }
+        let seed = trial.seed.derive("sidekick-relay");
+        Box::new(Relay::<F32>::new(
+            config,
+            self.sender_config(),
+            remote,
+            seed,
+        ))
+    }
+
     /// `sender`, the data sender of a served flow, with the sender engine
     /// beside it, pushing its signals to `signals` if its controller reads
     /// them.
@@ -346,24 +382,6 @@ impl Sidekick {
             None => Box::new(host),
         }
     }
-}
-
-/// A served flow's endpoint after the trial: if the sender engine is
-/// beside it (it was the data sender), records the engine's counters and
-/// returns the workload's own host; else `host` unchanged.
-fn open_sender<'a>(host: &'a dyn Host, names: &FlowNames, result: &mut TrialResult) -> &'a dyn Host {
-    let any: &dyn std::any::Any = host;
-    let Some(wrapped) = any.downcast_ref::<Wrapped>() else {
-        return host;
-    };
-    let stats = wrapped.stats();
-    result.set(names.metric("sidekick_quacks"), stats.quacks as f64);
-    result.set(
-        names.metric("sidekick_retransmitted"),
-        stats.retransmitted as f64,
-    );
-    result.set(names.metric("sidekick_resets"), stats.resets as f64);
-    wrapped.inner().as_ref()
 }
 
 /// One of the proxy's flows as a line of its table.

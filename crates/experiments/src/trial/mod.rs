@@ -330,11 +330,6 @@ pub(crate) fn collect(
         } else {
             (client, None)
         };
-        let server = if flow.served {
-            system.open_server(server, &flow.names, result)
-        } else {
-            server
-        };
         let view = FlowView {
             client,
             server,

@@ -227,7 +227,7 @@ fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
                 .map(|&(at, to)| (Time::ZERO + at, to))
                 .collect(),
         });
-        let (client, server) = if served {
+        let client = if served {
             let served = ServedClient {
                 seed,
                 data_sender: sender,
@@ -235,12 +235,9 @@ fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
                 addrs: (flow.client, flow.server),
                 feeds,
             };
-            (
-                system.wrap_client(client, &served),
-                system.wrap_server(server, &served),
-            )
+            system.wrap_client(client, &served)
         } else {
-            (client, server)
+            client
         };
         built.push(FlowHosts {
             endpoints: Endpoints::Hosts { client, server },
@@ -326,6 +323,7 @@ fn with_setup<T>(
         .filter(|flow| flow.served)
         .map(|flow| ServedFlow {
             server: flow.server,
+            data_sender: scenario.workload_of(flow).kind().traits().data_sender,
             client_controller: &flow.client_controller,
             server_controller: &flow.server_controller,
         })
