@@ -300,3 +300,45 @@ impl<H: Host> Host for QuackingHost<H> {
         self.inner.is_finished()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Config, Interval};
+
+    #[test]
+    fn only_a_configure_or_reset_of_its_own_length_is_control() {
+        let configure = Control::Configure {
+            session: 7,
+            config: Config {
+                interval: Interval::Millis(30),
+                threshold: 10,
+                id_bytes: 4,
+                id_offset: 21,
+                quota: 1024,
+            },
+        }
+        .to_bytes();
+        let reset = Control::Reset {
+            session: 7,
+            epoch: 1,
+        }
+        .to_bytes();
+        assert!(is_sender_control(&configure));
+        assert!(is_sender_control(&reset));
+        // A short-header QUIC packet with a greased fixed bit can begin as
+        // a configure does; it is longer.
+        let mut packet = configure.to_vec();
+        packet.resize(60, 0xab);
+        assert!(!is_sender_control(&packet));
+        let quack = Control::Quack {
+            next_session: 7,
+            quota_left: 3,
+            epoch: 0,
+            quack: vec![1, 2, 3],
+        }
+        .to_bytes();
+        assert!(!is_sender_control(&quack));
+        assert!(!is_sender_control(&[]));
+    }
+}

@@ -287,8 +287,8 @@ impl System for Sidekick {
         if let Some(relay) = engine_as::<Relay<F32>>(engine) {
             result.set("proxy_quacks", relay.proxy().stats().quacks as f64);
             let stats = relay.stats();
-            result.set("relay_quacks", stats.quacks as f64);
-            result.set("relay_retransmitted", stats.retransmitted as f64);
+            result.set("proxy_received_quacks", stats.quacks as f64);
+            result.set("proxy_retransmitted", stats.retransmitted as f64);
         }
     }
 
