@@ -1,6 +1,6 @@
 //! Sidekick for a remote data sender (the server of a download): the
 //! proxy buffers the sender's datagrams and retransmits them from quACKs
-//! that the data receiver sends (the paper's §6, "Even more diverse
+//! that the data receiver sends (the paper's Limitations, "Even more diverse
 //! network scenarios": when the lossy segment is on the far side of the
 //! proxy from the sender, "the proxy would need some way to receive quACKs
 //! from the data receiver, as well as a mechanism to buffer and retransmit
