@@ -29,10 +29,11 @@
 //! headers are the same size, and the reply is at most as long as the
 //! request on the wire too (amplification ≤ 1).
 //!
-//! Both markers begin with a zero byte. Every QUIC packet has the fixed bit
-//! (0x40) of its first byte set (RFC 9000 §17), so no QUIC packet is ever
-//! taken for a marker; the other 127 bytes make an accidental match of any
-//! other protocol vanishingly unlikely.
+//! Both markers begin with a zero byte. A QUIC packet's first byte may be
+//! zero too (a peer that greases the fixed bit, RFC 9287, as noq-proto
+//! does), so the first byte alone tells nothing; the other 127 bytes of the
+//! marker make an accidental match with a QUIC packet or any other
+//! protocol vanishingly unlikely.
 //!
 //! **Control**, between the sender's own UDP port and the proxy's address:
 //!
