@@ -315,16 +315,19 @@ where
         let at = (median(|p| p.0), median(|p| p.1));
         marker(&mut chart, at, index, 7, true)?;
         let style = ("sans-serif", 12).into_font().color(&colour(index));
-        let (x, mut y) = chart.backend_coord(&at);
-        y -= 6;
-        while placed
+        let (x, centre) = chart.backend_coord(&at);
+        // The nearest free line, above or below.
+        let free = |y: i32| {
+            !placed
+                .iter()
+                .any(|&(px, py)| (px - x).abs() < 140 && (py - y).abs() < 14)
+        };
+        let y = [0, -14, 14, -28, 28, -42, 42, -56, 56]
             .iter()
-            .any(|&(px, py)| (px - x).abs() < 140 && (py - y).abs() < 14)
-        {
-            y += 14;
-        }
+            .map(|shift| centre - 6 + shift)
+            .find(|&y| free(y))
+            .unwrap_or(centre - 6);
         placed.push((x, y));
-        let (_, centre) = chart.backend_coord(&at);
         let label = EmptyElement::at(at) + Text::new(bar.name.clone(), (10, y - centre), style);
         chart.draw_series(std::iter::once(label))?;
     }
