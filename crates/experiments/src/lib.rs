@@ -18,8 +18,11 @@
 //!   claims checked on it;
 //! * [`run`](mod@run): every variant × trial, in parallel in the simulator;
 //! * [`report`]: trial files, `summary.json`, CSVs, plots and
-//!   `summary.md`. `docs/experiments.md` is the user's reference.
+//!   `summary.md`. `docs/experiments.md` is the user's reference;
+//! * [`compare`]: every approach on one path, as a scenario built in
+//!   memory and run by the above (`docs/compare.md`).
 
+pub mod compare;
 pub mod daemon;
 pub mod figure;
 pub mod outcome;

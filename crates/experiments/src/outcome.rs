@@ -60,6 +60,11 @@ pub struct TrialResult {
     /// The data sender's connection sampled over time, one array per
     /// variable (empty unless the scenario sets `sample_interval`).
     pub series: BTreeMap<String, Vec<f64>>,
+    /// What the middle system's engine counted by the trial's end, as a
+    /// router daemon reports it (`System::stats`); recorded only when the
+    /// run asks for it (`pepkit compare`), absent otherwise.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub middle: serde_json::Value,
 }
 
 impl TrialResult {
@@ -86,6 +91,7 @@ impl TrialResult {
             links: Vec::new(),
             errors: Vec::new(),
             series: BTreeMap::new(),
+            middle: serde_json::Value::Null,
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod bench_quack;
 mod bench_sidekick_proxy;
+mod compare;
 mod daemon;
 mod merge;
 mod middle;
@@ -31,6 +32,11 @@ enum Command {
     /// CSVs, plots and summary.md. Exits 1 if a claim of the scenario does
     /// not hold, 2 on an error (a bad scenario file, results not written).
     Run(run_scenario::Args),
+    /// Run every approach on one path and workload (end-to-end QUIC, each
+    /// middle system where it belongs, the TECC tunnel, TCP and a PEP in
+    /// real mode) and the congestion controllers alone on it: two tables,
+    /// a figure each, and each table's run as `run` writes it.
+    Compare(compare::Args),
     /// Merge the shards of one run (pepkit run FILE --shard K/N, one
     /// directory each) into the files the whole run writes.
     Merge(merge::Args),
@@ -72,6 +78,7 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Run(args) => run_scenario::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Middle(args) => middle::run(&args),

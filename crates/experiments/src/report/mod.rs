@@ -4,6 +4,10 @@
 
 mod plot;
 
+pub use plot::{
+    ComparisonBar, ComparisonFigure, LinePoint, SweepFigure, draw_comparison, draw_sweep,
+};
+
 use crate::outcome::{Mode, slug};
 use crate::run::RunResults;
 use crate::scenario::ScenarioFile;

@@ -10,9 +10,12 @@
 
 mod progress;
 mod shard;
+mod warnings;
 
 pub use progress::Progress;
 pub use shard::{MANIFEST, Manifest, Shard, merge};
+pub(crate) use warnings::mean_loss;
+pub use warnings::{unseen_traffic, upstream_loss};
 
 use crate::outcome::{Mode, TrialResult};
 use crate::scenario::{MAX_TRIALS, ScenarioError, ScenarioFile, Variant};
@@ -69,7 +72,21 @@ pub fn run(
     options: &RunOptions,
     progress: &mut Progress,
 ) -> Result<RunResults, ScenarioError> {
-    let (variants, skipped) = prepare(file, options)?;
+    run_recording(file, options, false, progress)
+}
+
+/// [`run`], and with `middle_stats` each trial also records what the
+/// middle engine counted ([`TrialResult::middle`]).
+pub(crate) fn run_recording(
+    file: &ScenarioFile,
+    options: &RunOptions,
+    middle_stats: bool,
+    progress: &mut Progress,
+) -> Result<RunResults, ScenarioError> {
+    let (mut variants, skipped) = prepare(file, options)?;
+    for (_, prepared) in &mut variants {
+        prepared.middle_stats = middle_stats;
+    }
     let trials = execute(&variants, options, progress);
     let summary = summarize(file, options.mode, &variants, &trials);
     Ok(RunResults {

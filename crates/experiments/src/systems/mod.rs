@@ -82,6 +82,34 @@ impl Middle {
         }
     }
 
+    /// Whether it is an engine in the path that terminates no connection:
+    /// it acts on the packets that reach it and cannot undo a loss before
+    /// them (a loss upstream of it, in the data's direction, is beyond
+    /// its reach). From the system's own placement on a testbed and
+    /// whether it serves flows, so no system is named.
+    pub fn transparent_in_path(&self) -> bool {
+        let system = self.system();
+        if system.serves() {
+            return false;
+        }
+        let quic = QuicConfig::new(Seed::new(0));
+        let trial = TrialSetup {
+            seed: Seed::new(0),
+            quic: &quic,
+            flows: &[],
+            topology: Topology::Chain,
+            tcp: None,
+            router: None,
+        };
+        matches!(
+            system.on_testbed(&trial),
+            OnTestbed::Engine {
+                placement: Placement::InPath,
+                ..
+            }
+        )
+    }
+
     /// The system's behaviour.
     pub(crate) fn system(&self) -> &dyn System {
         match self {

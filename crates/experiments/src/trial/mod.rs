@@ -38,6 +38,9 @@ pub struct Prepared {
     /// In real mode, the CPU the middle node's engine runs on alone
     /// ([`crate::RunOptions::middle_cpu`]).
     pub(crate) middle_cpu: Option<usize>,
+    /// Record the middle engine's counters into each trial
+    /// ([`TrialResult::middle`]).
+    pub(crate) middle_stats: bool,
 }
 
 impl Prepared {
@@ -87,6 +90,7 @@ impl Prepared {
             scenario: scenario.clone(),
             hops,
             middle_cpu: None,
+            middle_stats: false,
         })
     }
 
@@ -176,6 +180,7 @@ impl Prepared {
             scenario,
             hops: self.hops.clone(),
             middle_cpu: self.middle_cpu,
+            middle_stats: false,
         })
     }
 }
@@ -308,6 +313,10 @@ pub(crate) fn collect(
     let system = scenario.middle.system();
     let middle = engines.middle();
     system.collect(middle, result);
+    if let (true, Some(engine)) = (prepared.middle_stats, middle) {
+        let now = netsim::Time::ZERO + std::time::Duration::from_secs_f64(result.end_s.max(0.0));
+        result.middle = system.stats(engine, now);
+    }
     let mut outcomes = Vec::with_capacity(flows.len());
     for (index, flow) in flows.iter().enumerate() {
         if flow.kernel_tcp {

@@ -2,6 +2,7 @@
 //! font (no system fonts needed). [`style`] keeps them readable: a
 //! colour-blind-safe palette, legends beside the data, scaled units.
 
+mod compare;
 mod flows;
 mod pdf;
 mod style;
@@ -10,6 +11,9 @@ mod sweep;
 use crate::figure::Plot;
 use crate::run::RunResults;
 use crate::summary::{metric_label, quantile};
+pub use compare::{
+    ComparisonBar, ComparisonFigure, LinePoint, SweepFigure, draw_comparison, draw_sweep,
+};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
