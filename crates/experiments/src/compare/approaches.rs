@@ -20,15 +20,15 @@ pub enum Group {
 pub enum Place {
     /// No middle system: the node routes.
     Nowhere,
-    /// So that the lossy hop lies between the data sender and the system
-    /// (it reports what arrived, so the sender learns what the hop lost).
-    AfterLoss,
     /// So that the lossy hop lies between the system and the data
     /// receiver (it sees every packet first and repairs what the hop
     /// loses).
     BeforeLoss,
-    /// So that the lossy hop lies between the client and the system (a
-    /// tunnel from beside the client to the system covers it).
+    /// So that the lossy hop lies between the client and the system,
+    /// whichever way the data goes: a tunnel from beside the client to the
+    /// system covers it, and the sidekick's quACKs cover it from either end
+    /// (its proxy quACKs an uploading client; the client quACKs its relay,
+    /// which resends a download).
     ClientSideLoss,
     /// Next to the lossy hop, on its server side where there is a node,
     /// else on its client side (it splits the path there).
@@ -118,7 +118,7 @@ pub const APPROACHES: &[Approach] = &[
         "QUIC + Sidekick",
         "middle = { kind = \"sidekick\", interval = \"30ms\", threshold = 10 }\n\
          sender.controller = \"pacubic\"",
-        Place::AfterLoss,
+        Place::ClientSideLoss,
     ),
     approach(
         "QUIC + PEMI",

@@ -371,12 +371,8 @@ fn node(
     let client_side = lossy.checked_sub(1);
     let server_side = (lossy + 1 < names.len()).then_some(lossy);
     let (side, index) = match (place, sender) {
-        (Place::AfterLoss, Side::Client) | (Place::BeforeLoss, Side::Server) => {
-            ("server", server_side)
-        }
-        (Place::AfterLoss, Side::Server) | (Place::BeforeLoss, Side::Client) => {
-            ("client", client_side)
-        }
+        (Place::BeforeLoss, Side::Server) => ("server", server_side),
+        (Place::BeforeLoss, Side::Client) => ("client", client_side),
         (Place::ClientSideLoss, _) => ("server", server_side),
         (Place::NextToLoss, _) => ("either", server_side.or(client_side)),
         (Place::Nowhere, _) => return Ok(None),
@@ -443,7 +439,10 @@ mod tests {
             at(Place::BeforeLoss, 1, Side::Client),
             Ok(Some("h1".into()))
         );
-        assert_eq!(at(Place::AfterLoss, 1, Side::Client), Ok(Some("h2".into())));
+        assert_eq!(
+            at(Place::ClientSideLoss, 1, Side::Client),
+            Ok(Some("h2".into()))
+        );
         assert_eq!(
             at(Place::ClientSideLoss, 1, Side::Server),
             Ok(Some("h2".into()))
