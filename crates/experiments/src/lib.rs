@@ -17,9 +17,11 @@
 //! * [`summary`]: each metric's spread across trials and the paper's
 //!   claims checked on it;
 //! * [`run`](mod@run): every variant × trial, in parallel in the simulator;
+//! * [`capture`]: pcapng and qlog files of chosen trials (`--capture`);
 //! * [`report`]: trial files, `summary.json`, CSVs, plots and
 //!   `summary.md`. `docs/experiments.md` is the user's reference.
 
+pub mod capture;
 pub mod daemon;
 pub mod figure;
 pub mod outcome;

@@ -49,6 +49,27 @@ pub(crate) struct Args {
     /// Recorded in summary.json.
     #[arg(long, value_name = "N")]
     pin_middle: Option<usize>,
+    /// Capture trials into OUT/captures/<variant>/trial-<i>/: a pcapng per
+    /// hop (both directions, the middle system's own packets included,
+    /// the TLS secrets inside: Wireshark decrypts it alone) and a qlog
+    /// per QUIC endpoint of ours. Alone: the first trial (0) of every
+    /// variant at every hop. SPEC narrows it:
+    /// 'hops=near,far;variant=NAME|N;trials=0,3-5' (each part optional;
+    /// N counts variants from 1). Repeat the flag to add more. See
+    /// docs/capture.md.
+    #[arg(long, value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    capture: Vec<experiments::capture::CaptureRequest>,
+}
+
+/// The captures `--capture` asks for, under `out`.
+pub(crate) fn captures(
+    requests: &[experiments::capture::CaptureRequest],
+    out: &Path,
+) -> Option<experiments::capture::Captures> {
+    (!requests.is_empty()).then(|| experiments::capture::Captures {
+        requests: requests.to_vec(),
+        dir: out.join("captures"),
+    })
 }
 
 /// Options shared by `pepkit run` and `pepkit reproduce`.
@@ -96,7 +117,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let options = RunOptions {
+    let mut options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
         jobs: args.common.jobs,
@@ -105,6 +126,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         mode,
         shard: args.shard,
         middle_cpu: args.pin_middle,
+        capture: None,
     };
     let base = PathBuf::from("results").join(&file.base.name);
     if let Some(shard) = args.shard {
@@ -112,12 +134,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             .out
             .clone()
             .unwrap_or_else(|| base.join(format!("shard-{}-of-{}", shard.index, shard.count)));
+        options.capture = captures(&args.capture, &out);
         return run_shard(&file, &options, shard, args.common.quiet, &out);
     }
     let out = args.out.clone().unwrap_or_else(|| match options.mode {
         Mode::Simulator => base.clone(),
         Mode::Real => base.join("real"),
     });
+    options.capture = captures(&args.capture, &out);
     let results = match run_and_write(&file, &options, args.common.quiet, &out) {
         Ok(results) => results,
         Err(code) => return code,

@@ -38,6 +38,8 @@ pub struct Prepared {
     /// In real mode, the CPU the middle node's engine runs on alone
     /// ([`crate::RunOptions::middle_cpu`]).
     pub(crate) middle_cpu: Option<usize>,
+    /// The trials captured, and where their files go (`--capture`).
+    pub(crate) capture: Option<crate::capture::VariantCapture>,
 }
 
 impl Prepared {
@@ -87,6 +89,7 @@ impl Prepared {
             scenario: scenario.clone(),
             hops,
             middle_cpu: None,
+            capture: None,
         })
     }
 
@@ -176,6 +179,7 @@ impl Prepared {
             scenario,
             hops: self.hops.clone(),
             middle_cpu: self.middle_cpu,
+            capture: None,
         })
     }
 }

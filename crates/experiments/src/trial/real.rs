@@ -106,7 +106,7 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
         seed,
         flows,
         middle,
-    } = Plan::new(scenario, trial, |setup| system.on_testbed(setup));
+    } = Plan::new(scenario, trial, None, |setup| system.on_testbed(setup));
     // The run, and a trace-driven link's trace, start now, as the
     // simulator's do when its hosts start.
     let clock = testbed.restart_clock();
