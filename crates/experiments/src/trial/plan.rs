@@ -251,7 +251,9 @@ fn flows(
                 .collect(),
         });
         let client = if served {
+            let tunnel_quic = logged("tunnel-client");
             let served = ServedClient {
+                quic: &tunnel_quic,
                 seed,
                 names: &names,
                 addrs: (flow.client, flow.server),
