@@ -96,8 +96,8 @@ fn capturing_changes_no_result_and_repeats_byte_for_byte() {
             for name in [
                 "hop-near.pcapng",
                 "hop-far.pcapng",
-                "client.qlog",
-                "server.qlog",
+                "client.sqlog",
+                "server.sqlog",
             ] {
                 let path = PathBuf::from(format!("captures/{variant}/trial-{trial}/{name}"));
                 assert!(
@@ -109,8 +109,8 @@ fn capturing_changes_no_result_and_repeats_byte_for_byte() {
         }
     }
     let split_proxy = Path::new("captures/split/trial-0");
-    assert!(captures.contains_key(&split_proxy.join("middle-client.qlog")));
-    assert!(captures.contains_key(&split_proxy.join("middle-server.qlog")));
+    assert!(captures.contains_key(&split_proxy.join("middle-client.sqlog")));
+    assert!(captures.contains_key(&split_proxy.join("middle-server.sqlog")));
     let (again, _) = split(run(c.path(), &everything));
     assert_eq!(captures, again, "the same run captured different bytes");
 }
@@ -172,7 +172,7 @@ fn every_qlog_record_has_the_required_fields() {
     let (captures, _) = split(run(dir.path(), &["variant=split", "variant=sidekick"]));
     let mut checked = 0;
     for (path, bytes) in &captures {
-        if path.extension().is_none_or(|e| e != "qlog") {
+        if path.extension().is_none_or(|e| e != "sqlog") {
             continue;
         }
         assert_eq!(
@@ -182,6 +182,11 @@ fn every_qlog_record_has_the_required_fields() {
             path.display()
         );
         assert_eq!(bytes.last(), Some(&b'\n'));
+        // qvis finds what the file is in its first kilobyte.
+        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]);
+        assert!(
+            head.contains(r#""qlog_version":"#) && head.contains(r#""qlog_format":"JSON-SEQ""#)
+        );
         let records = records(bytes).unwrap();
         let (header, events) = records.split_first().unwrap();
         check_record(header, true, &required).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -39,6 +39,7 @@ pub fn records(text: &[u8]) -> Result<Vec<Value>, String> {
 /// epoch, as in the pcapng files) and the vantage point's name, plus the
 /// older `qlog_version`/`qlog_format` fields that some tools still read;
 /// every record is framed RS … LF. The events are kept as they are.
+/// The output depends only on the trace.
 pub fn tidy(trace: &[u8], role: &str) -> Result<Vec<u8>, String> {
     let mut records = records(trace)?;
     let Some((header, events)) = records.split_first_mut() else {
@@ -52,17 +53,24 @@ pub fn tidy(trace: &[u8], role: &str) -> Result<Vec<u8>, String> {
     let Some(header) = header.as_object_mut() else {
         return Err("the first record is not an object".into());
     };
-    header.insert(
+    // qvis recognises a JSON-SEQ qlog by `qlog_version` and `qlog_format`
+    // in its first kilobyte: they come first.
+    let mut first = Map::new();
+    first.insert("qlog_version".into(), json!("0.3"));
+    first.insert("qlog_format".into(), json!("JSON-SEQ"));
+    first.insert(
         "file_schema".into(),
         json!("urn:ietf:params:qlog:file:sequential"),
     );
-    header.insert(
+    first.insert(
         "serialization_format".into(),
         json!("application/qlog+json-seq"),
     );
-    header.insert("qlog_version".into(), json!("0.3"));
-    header.insert("qlog_format".into(), json!("JSON-SEQ"));
-    header.insert("title".into(), json!(format!("pepkit {role}")));
+    first.insert("title".into(), json!(format!("pepkit {role}")));
+    for (key, value) in std::mem::take(header) {
+        first.entry(key).or_insert(value);
+    }
+    *header = first;
     let trace = header
         .entry("trace")
         .or_insert_with(|| Value::Object(Map::new()));

@@ -49,10 +49,11 @@ impl TrialCapture {
     }
 
     /// Writes `hop-<name>.pcapng` for each captured hop (with the key log
-    /// inside), `keys.log`, and a qlog per connection of each endpoint:
-    /// `<role>.qlog`, or `<role>-<side>.qlog` when it had several (the
-    /// split proxy's `middle-server.qlog` faces the client,
-    /// `middle-client.qlog` the server). A file
+    /// inside), `keys.log`, and a qlog (JSON-SEQ) per connection of each
+    /// endpoint:
+    /// `<role>.sqlog`, or `<role>-<side>.sqlog` when it had several (the
+    /// split proxy's `middle-server.sqlog` faces the client,
+    /// `middle-client.sqlog` the server). A file
     /// that cannot be written is reported on standard error and the
     /// trial's results stay as they are.
     pub(crate) fn write(self, pcaps: Vec<(String, Pcapng)>) {
@@ -71,13 +72,13 @@ impl TrialCapture {
                 // several connections names each file by its side.
                 let side = trace_name.split('-').next().unwrap_or("trace");
                 let mut name = match several {
-                    false => format!("{role}.qlog"),
-                    true => format!("{role}-{side}.qlog"),
+                    false => format!("{role}.sqlog"),
+                    true => format!("{role}-{side}.sqlog"),
                 };
                 let mut n = 1;
                 while names.contains(&name) {
                     n += 1;
-                    name = format!("{role}-{side}-{n}.qlog");
+                    name = format!("{role}-{side}-{n}.sqlog");
                 }
                 names.push(name.clone());
                 match tidy(&trace, &role) {
