@@ -3,8 +3,10 @@
 //! the qlog main schema requires (`src/capture/qlog-required.json`), and
 //! capturing changes no result and gives the same bytes twice.
 //!
-//! tshark comes from `scripts/setup`; without it the tshark test skips,
-//! except under CI (`CI` or `PEPKIT_REQUIRE_REAL=1` set), where it fails.
+//! tshark comes from `scripts/setup`; without it the tshark tests skip,
+//! except under CI (`CI` or `PEPKIT_REQUIRE_REAL=1` set), where they fail.
+//! The real-mode test needs root and namespaces
+//! (`emu::require_real_or_skip`).
 
 mod common;
 
@@ -230,38 +232,45 @@ fn tshark(pcap: &Path, filter: &str, fields: &[&str]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn tshark_decrypts_a_capture_alone_and_sees_the_middle_systems_packets() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        assert!(
-            !required(),
-            "tshark is missing under CI: scripts/setup installs it"
-        );
-        eprintln!("skipping: tshark is not installed (scripts/setup installs it)");
-        return;
+/// Whether tshark is there; under CI its absence fails the test.
+fn have_tshark() -> bool {
+    if Command::new("tshark").arg("--version").output().is_ok() {
+        return true;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = file();
+    assert!(
+        !required(),
+        "tshark is missing under CI: scripts/setup installs it"
+    );
+    eprintln!("skipping: tshark is not installed (scripts/setup installs it)");
+    false
+}
+
+/// Runs the variants whose names contain `only` in `mode`, capturing the
+/// first trial of each at every hop under `dir/captures`.
+fn run_captured(dir: &Path, only: &str, mode: experiments::Mode) -> experiments::RunResults {
     let options = RunOptions {
-        only: Some("i".into()),
+        only: Some(only.into()),
+        mode,
+        trials: Some(1),
         capture: Some(Captures {
             requests: vec!["".parse().unwrap()],
-            dir: dir.path().join("captures"),
+            dir: dir.join("captures"),
         }),
         ..RunOptions::default()
     };
-    let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
-    let captured = dir.path().join("captures");
+    experiments::run(&file(), &options, &mut Progress::silent()).unwrap()
+}
 
-    // The sidekick: STREAM frames decrypted with the secrets inside the
-    // file (no key log given), and the proxy's quACKs to the client on the
-    // near hop, from its own address.
+/// The sidekick's capture: STREAM frames decrypted with the secrets
+/// inside the file (no key log given), and the proxy's quACKs to the
+/// client on the near hop, from its own address.
+fn check_sidekick(captured: &Path) {
     let near = captured.join("sidekick/trial-0/hop-near.pcapng");
     let streams = tshark(&near, "quic.stream.stream_id", &["quic.stream.offset"]);
     assert!(streams.len() > 100, "{} STREAM packets", streams.len());
     let quacks = tshark(
         &near,
-        "ip.src == 10.255.255.1 && udp.srcport == 1234",
+        "!icmp && ip.src == 10.255.255.1 && udp.srcport == 1234",
         &["frame.interface_name", "ip.dst"],
     );
     assert!(quacks.len() > 5, "{} quACKs", quacks.len());
@@ -269,6 +278,42 @@ fn tshark_decrypts_a_capture_alone_and_sees_the_middle_systems_packets() {
         quacks.iter().all(|q| q == "near reverse\t10.0.2.10"),
         "{quacks:?}"
     );
+}
+
+#[test]
+fn a_real_trial_is_captured_too() {
+    if !emu::require_real_or_skip("a_real_trial_is_captured_too") || !have_tshark() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = run_captured(dir.path(), "sidekick", experiments::Mode::Real);
+    assert!(
+        results.trials[0][0].errors.is_empty(),
+        "{:?}",
+        results.trials[0][0].errors
+    );
+    let captured = dir.path().join("captures");
+    check_sidekick(&captured);
+    let required: serde_json::Value = serde_json::from_str(QLOG_REQUIRED).unwrap();
+    for endpoint in ["client", "server"] {
+        let path = captured.join(format!("sidekick/trial-0/{endpoint}.sqlog"));
+        let records = records(&std::fs::read(&path).unwrap()).unwrap();
+        check_record(&records[0], true, &required).unwrap();
+        for event in &records[1..] {
+            check_record(event, false, &required).unwrap();
+        }
+    }
+}
+
+#[test]
+fn tshark_decrypts_a_capture_alone_and_sees_the_middle_systems_packets() {
+    if !have_tshark() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = run_captured(dir.path(), "i", experiments::Mode::Simulator);
+    let captured = dir.path().join("captures");
+    check_sidekick(&captured);
 
     // PEMI: its retransmissions are copies of datagrams it already
     // forwarded, on the far hop toward the server, as many as it counts;

@@ -42,7 +42,7 @@ const IF_NAME: u16 = 2;
 const IF_TSRESOL: u16 = 9;
 
 /// An in-memory pcapng file being written: its interfaces, then its packets.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Pcapng {
     interfaces: Vec<String>,
     packets_blocks: Vec<u8>,
@@ -74,22 +74,36 @@ impl Pcapng {
         from_node: usize,
         to_node: usize,
     ) {
-        self.frame.clear();
-        let encoded = ethernet_frame(datagram, from_node, to_node, &mut self.frame);
-        let len = u32::try_from(self.frame.len());
-        let (true, Ok(len), true) = (encoded, len, (interface as usize) < self.interfaces.len())
-        else {
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        if ethernet_frame(datagram, from_node, to_node, &mut frame) {
+            self.record_frame(interface, at, &frame);
+        } else {
+            self.skipped += 1;
+        }
+        self.frame = frame;
+    }
+
+    /// Appends an Ethernet frame as it was seen on interface `interface`
+    /// at `at` (a real interface's frames: the link emulator's). A frame
+    /// too long for the format, or an interface that does not exist, is
+    /// skipped and counted.
+    pub fn record_frame(&mut self, interface: u32, at: Time, frame: &[u8]) {
+        let (Ok(len), true) = (
+            u32::try_from(frame.len()),
+            (interface as usize) < self.interfaces.len(),
+        ) else {
             self.skipped += 1;
             return;
         };
         let nanos = at.as_nanos();
-        let mut body = Vec::with_capacity(20 + self.frame.len() + 3);
+        let mut body = Vec::with_capacity(20 + frame.len() + 3);
         body.extend_from_slice(&interface.to_le_bytes());
         body.extend_from_slice(&((nanos >> 32) as u32).to_le_bytes());
         body.extend_from_slice(&(nanos as u32).to_le_bytes());
         body.extend_from_slice(&len.to_le_bytes());
         body.extend_from_slice(&len.to_le_bytes());
-        body.extend_from_slice(&self.frame);
+        body.extend_from_slice(frame);
         pad(&mut body);
         block(&mut self.packets_blocks, ENHANCED_PACKET, &body);
         self.packets += 1;

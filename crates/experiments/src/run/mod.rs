@@ -106,13 +106,6 @@ pub(crate) fn prepare<'a>(
         capture
             .check_variants(&names)
             .map_err(|message| fail("capture", message))?;
-        if mode == Mode::Real {
-            return Err(fail(
-                "capture",
-                "--capture runs in the simulator only for now (real mode: see docs/capture.md)"
-                    .into(),
-            ));
-        }
     }
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
