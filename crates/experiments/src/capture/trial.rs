@@ -1,12 +1,9 @@
 //! One captured trial: the key log and qlog collections its endpoints are
 //! given, and the files written after it ran.
 
-use super::qlog::tidy;
 use super::{VariantCapture, write};
 use netsim::Pcapng;
-use quic::{KeyLog, QlogSet};
-use std::cell::RefCell;
-use std::collections::BTreeMap;
+use quic::{KeyLog, QuicConfig};
 use std::path::PathBuf;
 
 /// What a captured trial collects while it runs.
@@ -14,7 +11,8 @@ pub(crate) struct TrialCapture {
     /// Every TLS secret of the trial's QUIC endpoints (ours), in one log.
     pub(crate) keylog: KeyLog,
     /// Each endpoint's qlog traces, by the endpoint's role.
-    qlogs: RefCell<BTreeMap<String, QlogSet>>,
+    #[cfg(feature = "qlog")]
+    qlogs: std::cell::RefCell<std::collections::BTreeMap<String, quic::QlogSet>>,
     /// The hops captured (indices into the path).
     hops: Vec<usize>,
     /// Where the files go.
@@ -27,20 +25,32 @@ impl TrialCapture {
         let capture = capture?;
         Some(TrialCapture {
             keylog: KeyLog::new(),
-            qlogs: RefCell::default(),
+            #[cfg(feature = "qlog")]
+            qlogs: Default::default(),
             hops: capture.hops(trial)?.to_vec(),
             dir: capture.dir(trial),
         })
     }
 
-    /// The qlog collection of the endpoint `role` (`client`, `server`,
-    /// `middle`, a flow's `a-client`…), made on first use.
-    pub(crate) fn qlog(&self, role: &str) -> QlogSet {
-        self.qlogs
-            .borrow_mut()
-            .entry(role.to_string())
-            .or_default()
-            .clone()
+    /// `config` collecting the endpoint `role`'s qlog traces (`client`,
+    /// `server`, `middle`, a flow's `a-client`…; without the `qlog`
+    /// feature, `config` as it is).
+    pub(crate) fn observe(&self, config: QuicConfig, role: &str) -> QuicConfig {
+        #[cfg(feature = "qlog")]
+        {
+            let set = self
+                .qlogs
+                .borrow_mut()
+                .entry(role.to_string())
+                .or_default()
+                .clone();
+            config.with_qlog(set)
+        }
+        #[cfg(not(feature = "qlog"))]
+        {
+            let _ = role;
+            config
+        }
     }
 
     /// The hops captured, as indices into the path.
@@ -63,6 +73,7 @@ impl TrialCapture {
             files.push((format!("hop-{hop}.pcapng"), pcap.finish(&keys)));
         }
         files.push(("keys.log".into(), keys.into_bytes()));
+        #[cfg(feature = "qlog")]
         for (role, set) in self.qlogs.into_inner() {
             let traces = set.traces();
             let several = traces.len() > 1;
@@ -81,7 +92,7 @@ impl TrialCapture {
                     name = format!("{role}-{side}-{n}.sqlog");
                 }
                 names.push(name.clone());
-                match tidy(&trace, &role) {
+                match super::qlog::tidy(&trace, &role) {
                     Ok(bytes) => files.push((name, bytes)),
                     Err(error) => eprintln!("warning: capture: {name}: {error}"),
                 }

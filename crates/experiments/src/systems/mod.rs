@@ -492,6 +492,7 @@ pub(crate) fn observed(mut config: QuicConfig, base: &QuicConfig) -> QuicConfig 
     if let Some(keylog) = &base.keylog {
         config = config.with_keylog(keylog.clone());
     }
+    #[cfg(feature = "qlog")]
     if let Some(qlog) = &base.qlog {
         config = config.with_qlog(qlog.clone());
     }

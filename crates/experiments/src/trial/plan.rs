@@ -144,7 +144,7 @@ impl<M> Plan<M> {
         }
         let flows = flows(scenario, seed, &quic, capture);
         if let Some(capture) = capture {
-            quic = quic.with_qlog(capture.qlog("middle"));
+            quic = capture.observe(quic, "middle");
         }
         let middle = with_setup(scenario, seed, &quic, middle);
         Plan {
@@ -215,7 +215,7 @@ fn flows(
         let logged = |side: &str| match capture {
             Some(capture) => {
                 let role = crate::outcome::slug(&names.who(side));
-                quic.clone().with_qlog(capture.qlog(&role))
+                capture.observe(quic.clone(), &role)
             }
             None => quic.clone(),
         };
