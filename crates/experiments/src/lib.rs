@@ -17,11 +17,13 @@
 //! * [`summary`]: each metric's spread across trials and the paper's
 //!   claims checked on it;
 //! * [`run`](mod@run): every variant × trial, in parallel in the simulator;
+//! * [`capture`]: pcapng and qlog files of chosen trials (`--capture`);
 //! * [`report`]: trial files, `summary.json`, CSVs, plots and
 //!   `summary.md`. `docs/experiments.md` is the user's reference;
 //! * [`compare`]: every approach on one path, as a scenario built in
 //!   memory and run by the above (`docs/compare.md`).
 
+pub mod capture;
 pub mod compare;
 pub mod daemon;
 pub mod figure;

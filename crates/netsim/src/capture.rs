@@ -82,41 +82,7 @@ impl Capture {
     /// one IP packet) is skipped and counted in [`Capture::skipped`].
     pub fn record(&mut self, at: Time, datagram: &Datagram, from_node: usize, to_node: usize) {
         self.frame.clear();
-        let eth = PacketBuilder::ethernet2(Self::mac_of(from_node), Self::mac_of(to_node));
-        let (src, dst) = (datagram.src, datagram.dst);
-        let payload = &datagram.payload[..];
-        let written = match (src.ip(), dst.ip(), datagram.protocol) {
-            (IpAddr::V4(s), IpAddr::V4(d), Protocol::Udp) => eth
-                .ipv4(s.octets(), d.octets(), datagram.ttl)
-                .udp(src.port(), dst.port())
-                .write(&mut self.frame, payload)
-                .is_ok(),
-            (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoRequest { id, seq }) => eth
-                .ipv4(s.octets(), d.octets(), datagram.ttl)
-                .icmpv4_echo_request(id, seq)
-                .write(&mut self.frame, payload)
-                .is_ok(),
-            (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoReply { id, seq }) => eth
-                .ipv4(s.octets(), d.octets(), datagram.ttl)
-                .icmpv4_echo_reply(id, seq)
-                .write(&mut self.frame, payload)
-                .is_ok(),
-            (s, d, Protocol::Udp) => eth
-                .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
-                .udp(src.port(), dst.port())
-                .write(&mut self.frame, payload)
-                .is_ok(),
-            (s, d, Protocol::EchoRequest { id, seq }) => eth
-                .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
-                .icmpv6_echo_request(id, seq)
-                .write(&mut self.frame, payload)
-                .is_ok(),
-            (s, d, Protocol::EchoReply { id, seq }) => eth
-                .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
-                .icmpv6_echo_reply(id, seq)
-                .write(&mut self.frame, payload)
-                .is_ok(),
-        };
+        let written = ethernet_frame(datagram, from_node, to_node, &mut self.frame);
         let Ok(len) = u32::try_from(self.frame.len()) else {
             self.skipped += 1;
             return;
@@ -145,6 +111,53 @@ impl Capture {
     /// The pcap file.
     pub fn into_bytes(self) -> Vec<u8> {
         self.writer.into_writer()
+    }
+}
+
+/// Writes `datagram`, sent from node `from_node` to node `to_node`, into
+/// `frame` as an Ethernet II / IPv4 or IPv6 / UDP or ICMP echo frame with
+/// valid checksums. False if it cannot be encoded (a payload too large for
+/// one IP packet).
+pub(crate) fn ethernet_frame(
+    datagram: &Datagram,
+    from_node: usize,
+    to_node: usize,
+    frame: &mut Vec<u8>,
+) -> bool {
+    let eth = PacketBuilder::ethernet2(Capture::mac_of(from_node), Capture::mac_of(to_node));
+    let (src, dst) = (datagram.src, datagram.dst);
+    let payload = &datagram.payload[..];
+    match (src.ip(), dst.ip(), datagram.protocol) {
+        (IpAddr::V4(s), IpAddr::V4(d), Protocol::Udp) => eth
+            .ipv4(s.octets(), d.octets(), datagram.ttl)
+            .udp(src.port(), dst.port())
+            .write(frame, payload)
+            .is_ok(),
+        (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoRequest { id, seq }) => eth
+            .ipv4(s.octets(), d.octets(), datagram.ttl)
+            .icmpv4_echo_request(id, seq)
+            .write(frame, payload)
+            .is_ok(),
+        (IpAddr::V4(s), IpAddr::V4(d), Protocol::EchoReply { id, seq }) => eth
+            .ipv4(s.octets(), d.octets(), datagram.ttl)
+            .icmpv4_echo_reply(id, seq)
+            .write(frame, payload)
+            .is_ok(),
+        (s, d, Protocol::Udp) => eth
+            .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
+            .udp(src.port(), dst.port())
+            .write(frame, payload)
+            .is_ok(),
+        (s, d, Protocol::EchoRequest { id, seq }) => eth
+            .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
+            .icmpv6_echo_request(id, seq)
+            .write(frame, payload)
+            .is_ok(),
+        (s, d, Protocol::EchoReply { id, seq }) => eth
+            .ipv6(v6(s).octets(), v6(d).octets(), datagram.ttl)
+            .icmpv6_echo_reply(id, seq)
+            .write(frame, payload)
+            .is_ok(),
     }
 }
 

@@ -48,7 +48,9 @@
 //!   finished, at a time limit, or when nothing is left to happen.
 //! * **Capture** ([`CapturePoint`]): pcap files of a link's offered or
 //!   delivered packets as Ethernet/IP/UDP frames with valid checksums and
-//!   virtual nanosecond timestamps.
+//!   virtual nanosecond timestamps; [`Pcapng`] files of several links at
+//!   once (one interface each) with the TLS key log inside
+//!   ([`Simulator::capture_pcapng`]).
 //!
 //! # Invariants
 //!
@@ -115,6 +117,7 @@ mod host;
 mod link;
 mod loss;
 mod middlebox;
+mod pcapng;
 mod probability;
 mod rate;
 mod red;
@@ -135,6 +138,7 @@ pub use link::{
 };
 pub use loss::{GilbertElliott, LossModel};
 pub use middlebox::{Forward, Interface, Middlebox, Route, Transmit};
+pub use pcapng::{Pcapng, TLS_KEY_LOG};
 pub use probability::{InvalidProbability, Probability, unit_open_below};
 pub use rate::Rate;
 pub use red::{RedConfig, RedConfigError, RedParams, RedStatus};

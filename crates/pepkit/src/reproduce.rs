@@ -101,6 +101,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
                 mode,
                 shard: None,
                 middle_cpu: None,
+                capture: None,
             };
             let (dir, link) = match mode {
                 Mode::Simulator => (out.join(&stem), stem.clone()),

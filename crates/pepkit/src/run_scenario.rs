@@ -49,6 +49,8 @@ pub(crate) struct Args {
     /// Recorded in summary.json.
     #[arg(long, value_name = "N")]
     pin_middle: Option<usize>,
+    #[command(flatten)]
+    capture: CaptureArgs,
 }
 
 /// Options shared by `pepkit run` and `pepkit reproduce`.
@@ -64,6 +66,34 @@ pub(crate) struct Common {
     /// the claims and where the files are.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+}
+
+/// `--capture [SPEC]…`, for every command that runs trials (`run`,
+/// `compare`): flatten it into the command's arguments, then give the
+/// run's options `capture.captures(&out)`.
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct CaptureArgs {
+    /// Capture trials into OUT/captures/<variant>/trial-<i>/: a pcapng per
+    /// hop (both directions, the middle system's own packets included,
+    /// the TLS secrets inside: Wireshark decrypts it alone) and a qlog
+    /// per QUIC endpoint of ours. Alone: the first trial (0) of every
+    /// variant at every hop. SPEC narrows it:
+    /// 'hops=near,far;variant=NAME|N;trials=0,3-5' (each part optional;
+    /// N counts variants from 1). Repeat the flag to add more. See
+    /// docs/capture.md.
+    #[arg(long, value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) capture: Vec<experiments::capture::CaptureRequest>,
+}
+
+impl CaptureArgs {
+    /// The captures asked for, written under `out/captures` (`None`
+    /// without `--capture`).
+    pub(crate) fn captures(&self, out: &Path) -> Option<experiments::capture::Captures> {
+        (!self.capture.is_empty()).then(|| experiments::capture::Captures {
+            requests: self.capture.clone(),
+            dir: out.join("captures"),
+        })
+    }
 }
 
 pub(crate) fn run(args: &Args) -> ExitCode {
@@ -96,7 +126,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let options = RunOptions {
+    let mut options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
         jobs: args.common.jobs,
@@ -105,6 +135,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         mode,
         shard: args.shard,
         middle_cpu: args.pin_middle,
+        capture: None,
     };
     let base = PathBuf::from("results").join(&file.base.name);
     if let Some(shard) = args.shard {
@@ -112,12 +143,14 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             .out
             .clone()
             .unwrap_or_else(|| base.join(format!("shard-{}-of-{}", shard.index, shard.count)));
+        options.capture = args.capture.captures(&out);
         return run_shard(&file, &options, shard, args.common.quiet, &out);
     }
     let out = args.out.clone().unwrap_or_else(|| match options.mode {
         Mode::Simulator => base.clone(),
         Mode::Real => base.join("real"),
     });
+    options.capture = args.capture.captures(&out);
     let results = match run_and_write(&file, &options, args.common.quiet, &out) {
         Ok(results) => results,
         Err(code) => return code,

@@ -9,4 +9,4 @@
 pub mod check;
 mod relay;
 
-pub use relay::{Lateness, Relay, RelayError, RelayHop, RelayReport};
+pub use relay::{CaptureSlot, Lateness, Relay, RelayError, RelayHop, RelayReport};

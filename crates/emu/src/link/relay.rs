@@ -18,13 +18,13 @@
 
 use crate::RealClock;
 use crate::sys::{PacketSocket, PollFd, RecvBatch};
-use netsim::{Fate, HopConfig, Link, LinkConfigError, LinkStats, Seed, Time};
+use netsim::{Fate, HopConfig, Link, LinkConfigError, LinkStats, Pcapng, Seed, Time};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsFd;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The Ethernet header length.
@@ -90,7 +90,16 @@ pub struct RelayReport {
     pub kernel_drops: u64,
     /// How punctual the relay was.
     pub lateness: Lateness,
+    /// The captures asked for ([`Relay::with_capture`]): per captured hop,
+    /// its name and a pcapng file with one interface per direction, every
+    /// frame as it arrived (before the link's fate).
+    pub captures: Vec<(String, Pcapng)>,
 }
+
+/// Hops whose frames a running relay is to capture, by index and name:
+/// set it to `Some` and the relay takes it at its next wake-up (at most
+/// 20 ms later), leaving `None` ([`Relay::with_capture`]).
+pub type CaptureSlot = Arc<Mutex<Option<Vec<(usize, String)>>>>;
 
 /// One direction of one hop.
 struct Lane {
@@ -125,6 +134,11 @@ pub struct Relay {
     spare: Vec<Vec<u8>>,
     report: RelayReport,
     restart: Option<Arc<AtomicU64>>,
+    /// Where capture requests arrive.
+    capture_slot: Option<CaptureSlot>,
+    /// Per lane, the capture (index into `report.captures`) and interface
+    /// its arrivals are written to.
+    lane_capture: Vec<Option<(usize, u32)>>,
 }
 
 /// Why a relay could not start.
@@ -193,6 +207,8 @@ impl Relay {
             spare: Vec::new(),
             report: RelayReport::default(),
             restart: None,
+            capture_slot: None,
+            lane_capture: Vec::new(),
         })
     }
 
@@ -207,6 +223,34 @@ impl Relay {
         self
     }
 
+    /// Lets captures be asked for while the relay runs, through `slot`.
+    pub fn with_capture(mut self, slot: CaptureSlot) -> Relay {
+        self.capture_slot = Some(slot);
+        self
+    }
+
+    /// Starts the captures waiting in the slot, if any: hop `i`'s forward
+    /// lane is interface 0 of its file, its reverse lane interface 1.
+    fn take_capture_request(&mut self) {
+        let Some(slot) = &self.capture_slot else {
+            return;
+        };
+        let Some(hops) = slot.try_lock().ok().and_then(|mut s| s.take()) else {
+            return;
+        };
+        self.lane_capture = vec![None; self.lanes.len()];
+        for (hop, name) in hops {
+            if 2 * hop + 1 >= self.lanes.len() {
+                continue;
+            }
+            let file = self.report.captures.len();
+            let interfaces = [format!("{name} forward"), format!("{name} reverse")];
+            self.report.captures.push((name, Pcapng::new(interfaces)));
+            self.lane_capture[2 * hop] = Some((file, 0));
+            self.lane_capture[2 * hop + 1] = Some((file, 1));
+        }
+    }
+
     /// Relays until `stop` is set, on `clock`'s time, and returns what it
     /// did. Errors only if a socket fails outright.
     pub fn run(mut self, clock: RealClock, stop: &AtomicBool) -> io::Result<RelayReport> {
@@ -217,6 +261,7 @@ impl Relay {
         let mut batch = RecvBatch::new(BATCH, MAX_FRAME + 1);
         let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
         while !stop.load(Ordering::Relaxed) {
+            self.take_capture_request();
             let clock = link_clock.clock();
             let now = clock.now();
             for lane in 0..self.lanes.len() {
@@ -256,7 +301,9 @@ impl Relay {
     /// Reads what waits on `port` (a bounded number of batches, so a
     /// flood on one port does not starve the others' sends).
     fn receive(&mut self, port: usize, clock: &RealClock, batch: &mut RecvBatch) -> io::Result<()> {
-        let lane = &mut self.lanes[self.lane_of_port[port]];
+        let index = self.lane_of_port[port];
+        let lane = &mut self.lanes[index];
+        let capture = self.lane_capture.get(index).copied().flatten();
         for _ in 0..4 {
             let n = self.ports[port].recv_batch(batch)?;
             if n == 0 {
@@ -267,6 +314,11 @@ impl Relay {
                 if len > MAX_FRAME {
                     self.report.oversize += 1;
                     continue;
+                }
+                if let Some((file, interface)) = capture
+                    && let Some((_, pcap)) = self.report.captures.get_mut(file)
+                {
+                    pcap.record_frame(interface, now, bytes);
                 }
                 match lane.link.offer(now, ip_length(bytes)) {
                     Fate::Deliver { at } => {

@@ -140,6 +140,8 @@ pub struct Testbed {
     clock_shift: Arc<AtomicU64>,
     relay_stop: Arc<AtomicBool>,
     relay: Option<JoinHandle<std::io::Result<RelayReport>>>,
+    /// Where capture requests go to the relay ([`Testbed::capture`]).
+    capture: crate::link::CaptureSlot,
     /// The CPU middle nodes' threads are kept on ([`Testbed::pin_middles`]).
     middle_cpu: Option<usize>,
 }
@@ -178,6 +180,7 @@ impl Testbed {
             clock_shift: Arc::new(AtomicU64::new(0)),
             relay_stop: Arc::new(AtomicBool::new(false)),
             relay: None,
+            capture: Default::default(),
             middle_cpu: None,
         };
         // From here on, Drop cleans up whatever was made.
@@ -362,6 +365,24 @@ impl Testbed {
                 handle.join().ok().and_then(|r| r.err())
             ))),
         }
+    }
+
+    /// Captures hops `hops` (index in the chain, name) in the relay from
+    /// now on: each a pcapng file with one interface per direction, every
+    /// frame as it reaches the link emulator, which come back in the
+    /// relay's report ([`Testbed::stop_relay`]). Returns once the relay
+    /// has started them (false if it did not within a second).
+    pub fn capture(&self, hops: Vec<(usize, String)>) -> bool {
+        if let Ok(mut slot) = self.capture.lock() {
+            *slot = Some(hops);
+        }
+        for _ in 0..100 {
+            if self.capture.lock().is_ok_and(|slot| slot.is_none()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
     }
 
     /// Stops the relay and returns its report (links' counters per hop).

@@ -140,6 +140,7 @@ impl Testbed {
         let emu = self.emu_netns.clone();
         let clock = self.base;
         let shift = self.clock_shift.clone();
+        let capture = self.capture.clone();
         let seed = spec.seed;
         let handle = std::thread::Builder::new()
             .name("relay".into())
@@ -150,7 +151,7 @@ impl Testbed {
                         source: e,
                     })
                     .and_then(|()| Relay::open(&hops, seed))
-                    .map(|relay| relay.with_restart(shift));
+                    .map(|relay| relay.with_restart(shift).with_capture(capture));
                 let relay = match opened {
                     Ok(relay) => {
                         let _ = ready_tx.send(Ok(()));

@@ -47,6 +47,9 @@ pub struct RunOptions {
     /// trial's other threads and processes are kept off it
     /// ([`crate::trial::keep_middle_cpu`] checks it).
     pub middle_cpu: Option<usize>,
+    /// Capture these trials: pcapng files at the chosen hops and each of
+    /// our endpoints' qlog (`--capture`; [`crate::capture`]).
+    pub capture: Option<crate::capture::Captures>,
 }
 
 /// The results of a run, before they are written anywhere.
@@ -115,9 +118,15 @@ pub(crate) fn prepare<'a>(
             format!("--trials {trials} is outside 1..={MAX_TRIALS}"),
         ));
     }
+    if let Some(capture) = &options.capture {
+        let names: Vec<&str> = file.variants.iter().map(|v| v.name.as_str()).collect();
+        capture
+            .check_variants(&names)
+            .map_err(|message| fail("capture", message))?;
+    }
     let mut variants = Vec::new();
     let mut skipped = Vec::new();
-    for variant in &file.variants {
+    for (index, variant) in file.variants.iter().enumerate() {
         let named = options.variants.is_empty() || variant.is_named_by(&options.variants);
         let matches = options
             .only
@@ -140,6 +149,11 @@ pub(crate) fn prepare<'a>(
         let context = format!("variant \"{}\": ", variant.name);
         let mut prepared = Prepared::new(&scenario, &file.path, &context, mode)?;
         prepared.middle_cpu = options.middle_cpu.filter(|_| mode == Mode::Real);
+        if let Some(capture) = &options.capture {
+            prepared.capture = capture
+                .for_variant(index + 1, &variant.name, &scenario)
+                .map_err(|message| fail("capture", message))?;
+        }
         variants.push((variant, prepared));
     }
     if variants.is_empty() && !skipped.is_empty() {

@@ -108,6 +108,7 @@ impl Manifest {
             only: self.only.clone(),
             mode: self.mode,
             middle_cpu: self.middle_cpu,
+            capture: None,
             ..RunOptions::default()
         }
     }

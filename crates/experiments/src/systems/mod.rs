@@ -253,6 +253,10 @@ pub(crate) struct ServedClient<'a> {
     pub addrs: (SocketAddr, SocketAddr),
     /// What the system passes between the flow's parts.
     pub feeds: Feeds,
+    /// The QUIC configuration the client's own endpoints start from: a
+    /// QUIC endpoint the system adds beside the client (the tunnel
+    /// client) logs its secrets and qlog where it says ([`observed`]).
+    pub quic: &'a QuicConfig,
 }
 
 /// A flow the system serves, as its engine is built.
@@ -513,6 +517,19 @@ pub(crate) fn client_as<'a, W: Host>(
         result.errors.push(format!("client: {what} is missing"));
     }
     wrapped
+}
+
+/// `config` with the key log and qlog collection of `base`, if it has
+/// them: a system's own QUIC endpoint (a tunnel's) in a captured trial.
+pub(crate) fn observed(mut config: QuicConfig, base: &QuicConfig) -> QuicConfig {
+    if let Some(keylog) = &base.keylog {
+        config = config.with_keylog(keylog.clone());
+    }
+    #[cfg(feature = "qlog")]
+    if let Some(qlog) = &base.qlog {
+        config = config.with_qlog(qlog.clone());
+    }
+    config
 }
 
 /// A QUIC configuration with `controller`, built for an endpoint with

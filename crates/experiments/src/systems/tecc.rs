@@ -216,10 +216,12 @@ impl Tecc {
         tunnel::outer_config(base, self.outer_payload)
     }
 
-    /// The tunnel server engine on `addr`, allowing `allow`, sampling its
+    /// The tunnel server engine on `addr` (logging its secrets and qlog
+    /// where `quic` does), allowing `allow`, sampling its
     /// sending state every `sample_interval` if given.
     fn server(
         &self,
+        quic: &QuicConfig,
         seed: Seed,
         addr: SocketAddr,
         allow: AllowList,
@@ -227,7 +229,7 @@ impl Tecc {
     ) -> TunnelServer {
         TunnelServer::new(TunnelServerConfig {
             addr,
-            quic: self.outer_quic(seed.derive("tunnel-server")),
+            quic: super::observed(self.outer_quic(seed.derive("tunnel-server")), quic),
             shared: ServerShared {
                 settings: self.settings(),
                 template: UriTemplate::default(),
@@ -344,6 +346,7 @@ impl System for Tecc {
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
         Some(Box::new(self.server(
+            trial.quic,
             trial.seed,
             TUNNEL_SERVER,
             allow_list(trial),
@@ -358,7 +361,7 @@ impl System for Tecc {
         let mut local = vec![addr];
         local.extend((0..TESTBED_PORTS).map(|i| SocketAddr::new(addr.ip(), FIRST_PORT + i)));
         OnTestbed::Engine {
-            engine: Box::new(self.server(trial.seed, addr, allow_list(trial), None)),
+            engine: Box::new(self.server(trial.quic, trial.seed, addr, allow_list(trial), None)),
             placement: Placement::OwnSockets,
             local,
         }
@@ -369,7 +372,7 @@ impl System for Tecc {
         let (client_addr, server) = served.addrs;
         let config = TunnelClientConfig {
             settings: self.settings(),
-            quic: self.outer_quic(seed),
+            quic: super::observed(self.outer_quic(seed), served.quic),
             proxy: TUNNEL_SERVER,
             local: SocketAddr::new(client_addr.ip(), TUNNEL_CLIENT_PORT),
             template: UriTemplate::default(),

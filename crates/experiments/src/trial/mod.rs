@@ -41,6 +41,8 @@ pub struct Prepared {
     /// Record the middle engine's counters into each trial
     /// ([`TrialResult::middle`]).
     pub(crate) middle_stats: bool,
+    /// The trials captured, and where their files go (`--capture`).
+    pub(crate) capture: Option<crate::capture::VariantCapture>,
 }
 
 impl Prepared {
@@ -91,6 +93,7 @@ impl Prepared {
             hops,
             middle_cpu: None,
             middle_stats: false,
+            capture: None,
         })
     }
 
@@ -181,6 +184,7 @@ impl Prepared {
             hops: self.hops.clone(),
             middle_cpu: self.middle_cpu,
             middle_stats: false,
+            capture: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 //! the system puts beside the client.
 
 use super::FlowMeta;
+use crate::capture::TrialCapture;
 use crate::outcome::FlowNames;
 use crate::scenario::{Capacity, Flow, Scenario, Traffic};
 use crate::systems::{Feeds, ServedClient, ServedFlow, Topology, TrialSetup};
@@ -128,14 +129,23 @@ impl<M> Plan<M> {
     /// Plans trial `trial` of `scenario`: its flows, then what its middle
     /// system runs, which `middle` builds (from the trial as the system
     /// sees it).
+    /// With `capture`, every QUIC endpoint of ours logs its TLS secrets
+    /// and its qlog there (which changes nothing else).
     pub(crate) fn new(
         scenario: &Scenario,
         trial: u32,
+        capture: Option<&TrialCapture>,
         middle: impl FnOnce(&TrialSetup<'_>) -> M,
     ) -> Plan<M> {
         let seed = scenario.trial_seed(trial);
-        let quic = base_quic(scenario, seed);
-        let flows = flows(scenario, seed, &quic);
+        let mut quic = base_quic(scenario, seed);
+        if let Some(capture) = capture {
+            quic = quic.with_keylog(capture.keylog.clone());
+        }
+        let flows = flows(scenario, seed, &quic, capture);
+        if let Some(capture) = capture {
+            quic = capture.observe(quic, "middle");
+        }
         let middle = with_setup(scenario, seed, &quic, middle);
         Plan {
             seed,
@@ -146,7 +156,12 @@ impl<M> Plan<M> {
 }
 
 /// Every flow's hosts for the trial of seed `seed`, from `quic`.
-fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
+fn flows(
+    scenario: &Scenario,
+    seed: Seed,
+    quic: &QuicConfig,
+    capture: Option<&TrialCapture>,
+) -> Vec<FlowHosts> {
     let system = scenario.middle.system();
     let mut built = Vec::new();
     for (index, flow) in scenario.flows().iter().enumerate() {
@@ -196,15 +211,23 @@ fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
             Side::Client => (utility.clone(), None),
             Side::Server => (None, utility.clone()),
         };
+        // Each endpoint's qlog, named by its role (`client`, `a-server`…).
+        let logged = |side: &str| match capture {
+            Some(capture) => {
+                let role = crate::outcome::slug(&names.who(side));
+                capture.observe(quic.clone(), &role)
+            }
+            None => quic.clone(),
+        };
         let client_quic = endpoint(
-            quic,
+            &logged("client"),
             &flow.client_controller,
             seed.derive(&names.label("controller/client")),
             (Side::Client, &feeds, client_utility),
             (flow.client_ack_frequency, flow.client_loss_detection),
         );
         let server_quic = endpoint(
-            quic,
+            &logged("server"),
             &flow.server_controller,
             seed.derive(&names.label("controller/server")),
             (Side::Server, &feeds, server_utility),
@@ -228,7 +251,9 @@ fn flows(scenario: &Scenario, seed: Seed, quic: &QuicConfig) -> Vec<FlowHosts> {
                 .collect(),
         });
         let client = if served {
+            let tunnel_quic = logged("tunnel-client");
             let served = ServedClient {
+                quic: &tunnel_quic,
                 seed,
                 data_sender: sender,
                 names: &names,

@@ -15,6 +15,7 @@ use super::middle_cpu::KeptOff;
 use super::plan::Plan;
 use super::real_flows::run_hosts;
 use super::real_middle::RunningMiddle;
+use crate::capture::TrialCapture;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::peers::PeerTransfer;
 use crate::scenario::Traffic;
@@ -102,11 +103,24 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
     testbed.pin_middles(prepared.middle_cpu);
     let limit = scenario.time_limit;
     let system = scenario.middle.system();
+    let capture = TrialCapture::new(prepared.capture.as_ref(), trial);
+    if let Some(capture) = &capture {
+        let hops = capture
+            .hops()
+            .iter()
+            .filter_map(|&hop| Some((hop, scenario.path.get(hop)?.name.clone())))
+            .collect();
+        if !testbed.capture(hops) {
+            return Err("the link emulator did not start the capture".into());
+        }
+    }
     let Plan {
         seed,
         flows,
         middle,
-    } = Plan::new(scenario, trial, |setup| system.on_testbed(setup));
+    } = Plan::new(scenario, trial, capture.as_ref(), |setup| {
+        system.on_testbed(setup)
+    });
     // The run, and a trace-driven link's trace, start now, as the
     // simulator's do when its hosts start.
     let clock = testbed.restart_clock();
@@ -135,9 +149,12 @@ fn try_run(prepared: &Prepared, variant: &str, trial: u32) -> Result<TrialResult
             result
         }
     };
-    let relay = testbed
+    let mut relay = testbed
         .stop_relay()
         .ok_or("the link emulator failed during the trial")?;
+    if let Some(capture) = capture {
+        capture.write(std::mem::take(&mut relay.captures));
+    }
     let links = scenario
         .path
         .iter()

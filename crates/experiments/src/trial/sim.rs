@@ -15,12 +15,13 @@
 
 use super::plan::{Endpoints, FlowHosts, Plan};
 use super::{Engines, FlowMeta, Prepared, collect};
+use crate::capture::TrialCapture;
 use crate::outcome::{LinkReport, TrialResult};
 use crate::scenario::{Scenario, Traffic};
 use crate::systems::{NodeTruth, Topology};
 use netsim::{
-    ChainSpec, DumbbellSpec, FlowPair, HopConfig, HopLinks, Host, HostSpec, LinkConfig, MiddleSpec,
-    Middlebox, NodeId, Rate, Simulator, StopReason, Time,
+    CaptureId, CapturePoint, ChainSpec, DumbbellSpec, FlowPair, HopConfig, HopLinks, Host,
+    HostSpec, LinkConfig, MiddleSpec, Middlebox, NodeId, Rate, Simulator, StopReason, Time,
 };
 use std::time::Duration;
 
@@ -92,11 +93,14 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         }
     };
     let system = scenario.middle.system();
+    let capture = TrialCapture::new(prepared.capture.as_ref(), trial);
     let Plan {
         seed,
         flows,
         middle: engine,
-    } = Plan::new(scenario, trial, |setup| system.middlebox(setup));
+    } = Plan::new(scenario, trial, capture.as_ref(), |setup| {
+        system.middlebox(setup)
+    });
     let middle = |name: &str| match engine {
         Some(engine) => {
             let spec = MiddleSpec::with_boxed(name, engine);
@@ -133,7 +137,18 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
             sim.record_fates(link);
         }
     }
+    let taps = capture
+        .as_ref()
+        .map(|capture| tap(&mut sim, scenario, &built, capture.hops()))
+        .unwrap_or_default();
     let outcome = sim.run_until(Time::ZERO + scenario.time_limit);
+    if let Some(capture) = capture {
+        let pcaps = taps
+            .into_iter()
+            .filter_map(|(name, id)| Some((name, sim.take_pcapng(id)?)))
+            .collect();
+        capture.write(pcaps);
+    }
     let stop = match outcome.reason {
         StopReason::AllFinished => "finished",
         StopReason::TimeLimit => "time_limit",
@@ -168,6 +183,46 @@ pub(crate) fn run(prepared: &Prepared, variant: &str, trial: u32) -> TrialResult
         system.collect_truth(engines.middle(), &truth, &mut result);
     }
     result
+}
+
+/// Attaches a pcapng capture to each hop of `hops` (indices into the
+/// path): both directions, each an interface, every packet as it enters
+/// the link (what the link then loses included). On a dumbbell the access
+/// hop `path[0]` is each flow's own copy, one file each.
+fn tap(
+    sim: &mut Simulator,
+    scenario: &Scenario,
+    built: &Built,
+    hops: &[usize],
+) -> Vec<(String, CaptureId)> {
+    let mut taps = Vec::new();
+    for &hop in hops {
+        let Some(path) = scenario.path.get(hop) else {
+            continue;
+        };
+        let copies = built.hops.iter().filter(|(name, _)| {
+            name == &path.name
+                || name
+                    .strip_prefix(path.name.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+        });
+        for (name, links) in copies {
+            let interfaces = [
+                (
+                    links.forward,
+                    CapturePoint::Offered,
+                    format!("{name} forward"),
+                ),
+                (
+                    links.reverse,
+                    CapturePoint::Offered,
+                    format!("{name} reverse"),
+                ),
+            ];
+            taps.push((name.clone(), sim.capture_pcapng(&interfaces)));
+        }
+    }
+    taps
 }
 
 /// A chain: the one flow's client, the path with a node between each two

@@ -9,6 +9,7 @@ pub use run::{RunOutcome, StopReason};
 
 use crate::capture::{Capture, CapturePoint};
 use crate::event_queue::EventQueue;
+use crate::pcapng::Pcapng;
 use crate::topology::{HopLinks, HostSpec, MiddleSpec, RoutingTable, TopologyError};
 use crate::{
     Datagram, Fate, Host, Interface, Link, LinkConfig, LinkId, LinkStats, Middlebox, NodeId, Seed,
@@ -23,6 +24,38 @@ use std::net::IpAddr;
 /// A handle to a packet capture attached to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CaptureId(usize);
+
+/// Where a capture writes: a pcap file, or an interface of a pcapng file.
+pub(crate) enum Sink {
+    /// A pcap file of one link.
+    Pcap(Capture),
+    /// A pcapng file of several links, each an interface.
+    Pcapng(Pcapng),
+}
+
+impl Sink {
+    /// Records `datagram` on `interface` (a pcap file has only one).
+    pub(crate) fn record(
+        &mut self,
+        interface: u32,
+        at: Time,
+        datagram: &Datagram,
+        from: usize,
+        to: usize,
+    ) {
+        match self {
+            Sink::Pcap(c) => c.record(at, datagram, from, to),
+            Sink::Pcapng(c) => c.record(interface, at, datagram, from, to),
+        }
+    }
+
+    fn packets(&self) -> u64 {
+        match self {
+            Sink::Pcap(c) => c.packets(),
+            Sink::Pcapng(c) => c.packets(),
+        }
+    }
+}
 
 /// What happened to one datagram offered to a recorded link
 /// ([`Simulator::record_fates`]).
@@ -70,7 +103,7 @@ pub struct Simulator {
     last: timers::Key,
     nodes: Vec<Node>,
     links: Vec<LinkSlot>,
-    captures: Vec<Option<Capture>>,
+    captures: Vec<Option<Sink>>,
     addresses: BTreeMap<IpAddr, NodeId>,
     hosts: usize,
     unfinished: usize,
@@ -282,8 +315,28 @@ impl Simulator {
     /// If `link` does not belong to this simulator.
     pub fn capture(&mut self, link: LinkId, point: CapturePoint) -> CaptureId {
         let id = self.captures.len();
-        self.captures.push(Some(Capture::new()));
-        self.link_slot_mut(link).captures.push((id, point));
+        self.captures.push(Some(Sink::Pcap(Capture::new())));
+        self.link_slot_mut(link).captures.push((id, point, 0));
+        CaptureId(id)
+    }
+
+    /// Records the packets of several links into one pcapng capture: each
+    /// tap `(link, point, name)` is an interface of the file, named
+    /// `name`, in the order given. Packets are written in the order the
+    /// simulator sees them (time order), whichever interface.
+    ///
+    /// # Panics
+    /// If a link does not belong to this simulator.
+    pub fn capture_pcapng(&mut self, taps: &[(LinkId, CapturePoint, String)]) -> CaptureId {
+        let id = self.captures.len();
+        let names = taps.iter().map(|(_, _, name)| name.clone());
+        self.captures.push(Some(Sink::Pcapng(Pcapng::new(names))));
+        for (interface, (link, point, _)) in taps.iter().enumerate() {
+            let interface = u32::try_from(interface).unwrap_or(u32::MAX);
+            self.link_slot_mut(*link)
+                .captures
+                .push((id, *point, interface));
+        }
         CaptureId(id)
     }
 
@@ -307,7 +360,23 @@ impl Simulator {
     /// The pcap file of a capture (once; later calls return `None`). Take
     /// it after the run; packets recorded after taking are discarded.
     pub fn take_capture(&mut self, id: CaptureId) -> Option<Vec<u8>> {
-        self.captures.get_mut(id.0)?.take().map(Capture::into_bytes)
+        match self.captures.get_mut(id.0)?.take()? {
+            Sink::Pcap(c) => Some(c.into_bytes()),
+            Sink::Pcapng(c) => Some(c.finish("")),
+        }
+    }
+
+    /// The pcapng capture `id`, to finish with its secrets
+    /// ([`Pcapng::finish`]); `None` if it is a pcap capture or was taken.
+    pub fn take_pcapng(&mut self, id: CaptureId) -> Option<Pcapng> {
+        let slot = self.captures.get_mut(id.0)?;
+        match slot.take()? {
+            Sink::Pcapng(c) => Some(c),
+            other => {
+                *slot = Some(other);
+                None
+            }
+        }
     }
 
     /// Packets recorded so far by a capture.
@@ -315,7 +384,7 @@ impl Simulator {
         self.captures
             .get(id.0)
             .and_then(Option::as_ref)
-            .map_or(0, Capture::packets)
+            .map_or(0, Sink::packets)
     }
 
     fn link_slot(&self, id: LinkId) -> &LinkSlot {

@@ -54,8 +54,9 @@ pub(crate) struct LinkSlot {
     pub(crate) from: NodeId,
     pub(crate) to: NodeId,
     pub(crate) to_iface: Interface,
-    /// Captures attached to this link (indices into the simulator's list).
-    pub(crate) captures: Vec<(usize, CapturePoint)>,
+    /// Captures attached to this link: indices into the simulator's list,
+    /// the point, and the link's interface in a pcapng capture.
+    pub(crate) captures: Vec<(usize, CapturePoint, u32)>,
     /// The fate of every datagram offered, when recorded.
     pub(crate) fates: Option<Vec<super::FateRecord>>,
 }

@@ -147,11 +147,11 @@ impl Simulator {
             return;
         };
         let (from, to, iface) = (slot.from, slot.to, slot.to_iface);
-        for &(capture, point) in &slot.captures {
+        for &(capture, point, interface) in &slot.captures {
             if point == CapturePoint::Delivered
                 && let Some(Some(c)) = self.captures.get_mut(capture)
             {
-                c.record(now, &datagram, from.index(), to.index());
+                c.record(interface, now, &datagram, from.index(), to.index());
             }
         }
         let Some(node) = self.nodes.get_mut(to.index()) else {
@@ -293,11 +293,12 @@ impl Simulator {
         let Some(slot) = self.links.get_mut(iface.out.index()) else {
             return;
         };
-        for &(capture, point) in &slot.captures {
+        for &(capture, point, interface) in &slot.captures {
             if point == CapturePoint::Offered
                 && let Some(Some(c)) = self.captures.get_mut(capture)
             {
-                c.record(now, &datagram, slot.from.index(), slot.to.index());
+                let (from, to) = (slot.from.index(), slot.to.index());
+                c.record(interface, now, &datagram, from, to);
             }
         }
         let fate = slot.link.offer(now, datagram.wire_len());
