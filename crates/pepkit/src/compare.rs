@@ -4,7 +4,7 @@
 //! and a figure each. The path and workload become an in-memory scenario
 //! (`experiments::compare`) run by the same run path as `pepkit run`.
 
-use crate::run_scenario::Common;
+use crate::run_scenario::{CaptureArgs, Common};
 use experiments::compare::{self, Group, Part, Plan, Spec};
 use experiments::scenario::Override;
 use experiments::{Mode, Progress, RunOptions, RunResults};
@@ -68,6 +68,10 @@ pub(crate) struct Args {
     set: Vec<Override>,
     #[command(flatten)]
     common: Common,
+    /// As `pepkit run --capture`, for the approaches table (its hops are
+    /// the path's): files go to OUT/approaches/captures/.
+    #[command(flatten)]
+    capture: CaptureArgs,
 }
 
 /// Trials per approach unless --trials says otherwise.
@@ -107,6 +111,13 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     };
     let mut results: Vec<Option<RunResults>> = Vec::new();
     for part in &plan.parts {
+        let options = RunOptions {
+            capture: match part.group {
+                Group::Approaches => args.capture.captures(&out.join("approaches")),
+                Group::Controllers => None,
+            },
+            ..options.clone()
+        };
         let mut progress = match args.common.quiet {
             true => Progress::silent(),
             false => Progress::stderr(),
