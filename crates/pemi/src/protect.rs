@@ -562,6 +562,7 @@ impl Protection {
             record.flowlet(FlowletTrace {
                 finished: env.now,
                 srtt: context.srtt,
+                margin: env.config.margin(self.timeout(env.config, path)),
                 threshold: context.threshold as u8,
                 tail_replied: context.tail_replied,
                 sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
@@ -671,10 +672,16 @@ impl Protection {
         env.stats.calibration_resets += 1;
         path.rtt.reset(env.now, sample);
         let mut freed = 0;
+        let record = &mut *env.record;
         self.flowlets.retain(|flowlet| {
             let matched = !flowlet.replies.is_empty();
             if matched {
                 freed += flowlet.buffered;
+                if let Some(record) = record.as_mut() {
+                    for sent in &flowlet.sent {
+                        record.calibration_drop(sent.fingerprint);
+                    }
+                }
             }
             !matched
         });

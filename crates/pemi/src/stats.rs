@@ -111,6 +111,8 @@ pub struct FlowletTrace {
     pub finished: Time,
     /// The smoothed RTT inference used.
     pub srtt: Duration,
+    /// The exclusion window's Δmargin at the time.
+    pub margin: Duration,
     /// The eliciting threshold inference used.
     pub threshold: u8,
     /// Whether the tail grace applied.
@@ -139,6 +141,8 @@ pub struct Record {
     pub inferred: Vec<Inferred>,
     /// The finished flowlets.
     pub flowlets: Vec<FlowletTrace>,
+    /// Packets of the flowlets a calibration reset dropped.
+    pub calibration_drops: Vec<u64>,
 }
 
 impl Record {
@@ -154,6 +158,12 @@ impl Record {
     pub(crate) fn flowlet(&mut self, trace: FlowletTrace) {
         if self.flowlets.len() < Self::LIMIT / 16 {
             self.flowlets.push(trace);
+        }
+    }
+
+    pub(crate) fn calibration_drop(&mut self, fingerprint: u64) {
+        if self.calibration_drops.len() < Self::LIMIT {
+            self.calibration_drops.push(fingerprint);
         }
     }
 
