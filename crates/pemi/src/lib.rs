@@ -78,6 +78,7 @@ mod inference;
 mod matching;
 mod protect;
 mod rtt;
+mod selfcheck;
 mod spin;
 mod stats;
 pub mod wire;

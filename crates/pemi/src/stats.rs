@@ -58,6 +58,18 @@ pub struct PemiStats {
     pub withheld_cap: u64,
     /// Retransmissions withheld by the congestion controller.
     pub withheld_congestion: u64,
+    /// Retransmissions withheld while backed off (its own estimate of its
+    /// precision was low).
+    pub withheld_backoff: u64,
+    /// PEMI's copies answered by the receiver, and left unanswered, in
+    /// finished flowlets (the self-check's evidence).
+    pub copies_answered: u64,
+    /// See `copies_answered`.
+    pub copies_unanswered: u64,
+    /// Times a connection backed off to forwarding.
+    pub backoffs: u64,
+    /// Times a backed-off connection returned to retransmitting.
+    pub returns: u64,
     /// Retransmissions impossible: the packet was not buffered.
     pub withheld_unbuffered: u64,
     /// Calibration samples from the spin bit.
