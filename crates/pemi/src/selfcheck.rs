@@ -131,6 +131,7 @@ impl SelfCheck {
     }
 
     /// Whether it is backed off.
+    #[cfg(test)]
     pub(crate) fn backed_off(&self) -> bool {
         self.backed_off
     }
