@@ -241,6 +241,7 @@ mod tests {
                     retransmitted,
                 })
                 .collect(),
+            calibration_drops: Vec::new(),
         };
         let stats = PemiStats {
             protected: 4,

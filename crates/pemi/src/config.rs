@@ -56,6 +56,10 @@ pub struct PemiConfig {
     /// `max_ack_delay` of 25 ms); `None`: the paper's rule alone (only runs
     /// followed by a matched reply are forgiven). See docs/pemi.md.
     pub tail_grace: Option<Duration>,
+    /// Back off to forwarding while PEMI's own estimate of its precision,
+    /// from whether the receiver answers its copies, is low (beyond the
+    /// paper: never do harm; `selfcheck.rs`, docs/pemi.md).
+    pub self_check: bool,
     /// Connections idle this long are forgotten (appendix A, RFC 9312:
     /// 120 s).
     pub idle_timeout: Duration,
@@ -109,6 +113,7 @@ impl Default for PemiConfig {
             threshold_window: 64,
             width_ratio_percent: 80,
             tail_grace: Some(Duration::from_millis(25)),
+            self_check: true,
             idle_timeout: Duration::from_secs(120),
             handshake_timeout: Duration::from_secs(10),
             max_connections: 65_536,

@@ -57,6 +57,10 @@ pub(crate) struct Verdict {
     /// The flowlet could not be matched (more replies than packets, or
     /// replies before the packets they could answer).
     pub(crate) unmatched: bool,
+    /// PEMI's copies the matching paired with a reply, and those it left
+    /// without (the evidence of `selfcheck.rs`).
+    pub(crate) copies_answered: u32,
+    pub(crate) copies_unanswered: u32,
 }
 
 /// Reusable lists for [`infer_into`]: once they have grown, inferring a
@@ -108,6 +112,8 @@ pub(crate) fn infer_into(
     verdict.samples.clear();
     verdict.matched = 0;
     verdict.unmatched = false;
+    verdict.copies_answered = 0;
+    verdict.copies_unanswered = 0;
     let estimate = Estimate {
         srtt: context.srtt,
         ratio_percent: context.width_ratio_percent,
@@ -123,6 +129,7 @@ pub(crate) fn infer_into(
     } = buffers;
     match match_flowlet(sent, replies, estimate, matching) {
         Matching::NoReplies => {
+            verdict.copies_unanswered = count(copies);
             let short = n < context.threshold;
             if !(short && context.tail_replied) {
                 verdict.lost.extend((0..n).filter(|&i| !copies[i]));
@@ -134,6 +141,7 @@ pub(crate) fn infer_into(
         }
         Matching::OneToOne => {
             verdict.matched = n;
+            verdict.copies_answered = count(copies);
             verdict.samples.extend(
                 sent.iter()
                     .zip(replies)
@@ -155,6 +163,13 @@ pub(crate) fn infer_into(
         if let Some(j) = *reply {
             verdict.matched += 1;
             verdict.samples.push(replies[usize::from(j)] - sent[i]);
+        }
+        if copies[i] {
+            if reply.is_some() {
+                verdict.copies_answered += 1;
+            } else {
+                verdict.copies_unanswered += 1;
+            }
         }
     }
     // Unanswered copies are neutral: taken out before the scan.
@@ -186,6 +201,11 @@ pub(crate) fn infer_into(
                 .map(|(&i, _)| i),
         );
     }
+}
+
+/// How many of `copies` are set.
+fn count(copies: &[bool]) -> u32 {
+    copies.iter().filter(|&&c| c).count() as u32
 }
 
 /// Both rules of §4.3.1 on the replied flags of packets sent at `sent`.

@@ -67,6 +67,7 @@
 //! direction that is not dominant.
 
 pub mod accuracy;
+pub mod causes;
 mod config;
 mod conn;
 mod copa;
@@ -77,11 +78,13 @@ mod inference;
 mod matching;
 mod protect;
 mod rtt;
+mod selfcheck;
 mod spin;
 mod stats;
 pub mod wire;
 
 pub use accuracy::{Accuracy, Truth, accuracy};
+pub use causes::{Causes, causes};
 pub use config::{Enforcement, PemiConfig};
 pub use conn::ConnSummary;
 pub use engine::Pemi;

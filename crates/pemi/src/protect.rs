@@ -19,6 +19,7 @@ use crate::copa::{Copa, Enforcer, Level};
 use crate::flowlet::{Flowlet, Interval, Pool, Sent};
 use crate::inference::{Buffers, Context, Verdict, infer_into};
 use crate::rtt::RttEstimate;
+use crate::selfcheck::{Change, SelfCheck};
 use crate::spin::Spin;
 use crate::stats::{FlowletTrace, Inferred, PemiStats, Record};
 use bytes::Bytes;
@@ -181,6 +182,8 @@ pub(crate) struct Protection {
     // start.
     recent: VecDeque<Time>,
     held: Option<Held>,
+    /// Its own estimate of its precision (never do harm).
+    check: SelfCheck,
 }
 
 impl Protection {
@@ -206,6 +209,7 @@ impl Protection {
             spin: Spin::default(),
             next_probe: None,
             active_until: Time::ZERO,
+            check: SelfCheck::default(),
         })
     }
 
@@ -522,6 +526,8 @@ impl Protection {
     fn finish(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, mut flowlet: Flowlet) {
         self.unbuffer(env, flowlet.buffered);
         if flowlet.abandoned {
+            // Its copies (if any) will not be judged.
+            self.check.forget(u32::MAX);
             env.work.pool.recycle(flowlet);
             return;
         }
@@ -552,6 +558,7 @@ impl Protection {
             buffers,
             &mut verdict,
         );
+        let copies_in = copies.iter().filter(|&&c| c).count() as u32;
         // The trailing run the grace may still forgive waits for it; the
         // flowlet's other losses go now.
         let wait = window.filter(|&(_, until)| env.now < until && !verdict.tail.is_empty());
@@ -562,6 +569,7 @@ impl Protection {
             record.flowlet(FlowletTrace {
                 finished: env.now,
                 srtt: context.srtt,
+                margin: env.config.margin(self.timeout(env.config, path)),
                 threshold: context.threshold as u8,
                 tail_replied: context.tail_replied,
                 sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
@@ -572,6 +580,18 @@ impl Protection {
         }
         if verdict.unmatched {
             env.stats.flowlets_unmatched += 1;
+        }
+        let judged = verdict.copies_answered + verdict.copies_unanswered;
+        self.check.forget(copies_in.saturating_sub(judged));
+        env.stats.copies_answered += u64::from(verdict.copies_answered);
+        env.stats.copies_unanswered += u64::from(verdict.copies_unanswered);
+        match self
+            .check
+            .on_copies(verdict.copies_answered, verdict.copies_unanswered)
+        {
+            Change::BackedOff => env.stats.backoffs += 1,
+            Change::Returned => env.stats.returns += 1,
+            Change::None => {}
         }
         for &sample in &verdict.samples {
             self.rtt_sample(env, path, sample);
@@ -630,6 +650,15 @@ impl Protection {
             env.stats.withheld_cap += 1;
             return false;
         }
+        // The self-check holds copies back only where the RTT to the
+        // receiver varies by more than the exclusion window tolerates (the
+        // cause of most wrong inferences on such paths, docs/pemi.md).
+        let margin = env.config.margin(self.timeout(env.config, path));
+        let queued = path.rtt.rttvar() > margin;
+        if env.config.self_check && queued && !self.check.allows() {
+            env.stats.withheld_backoff += 1;
+            return false;
+        }
         let Some(copy) = packet.copy.take() else {
             env.stats.withheld_unbuffered += 1;
             return false;
@@ -671,10 +700,16 @@ impl Protection {
         env.stats.calibration_resets += 1;
         path.rtt.reset(env.now, sample);
         let mut freed = 0;
+        let record = &mut *env.record;
         self.flowlets.retain(|flowlet| {
             let matched = !flowlet.replies.is_empty();
             if matched {
                 freed += flowlet.buffered;
+                if let Some(record) = record.as_mut() {
+                    for sent in &flowlet.sent {
+                        record.calibration_drop(sent.fingerprint);
+                    }
+                }
             }
             !matched
         });

@@ -98,6 +98,11 @@ impl RttEstimate {
         self.srtt
     }
 
+    /// The mean deviation of the samples (RFC 6298's RTTVAR).
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
     /// The latest sample.
     pub fn latest(&self) -> Option<Duration> {
         self.latest

@@ -58,6 +58,18 @@ pub struct PemiStats {
     pub withheld_cap: u64,
     /// Retransmissions withheld by the congestion controller.
     pub withheld_congestion: u64,
+    /// Retransmissions withheld while backed off (its own estimate of its
+    /// precision was low).
+    pub withheld_backoff: u64,
+    /// PEMI's copies answered by the receiver, and left unanswered, in
+    /// finished flowlets (the self-check's evidence).
+    pub copies_answered: u64,
+    /// See `copies_answered`.
+    pub copies_unanswered: u64,
+    /// Times a connection backed off to forwarding.
+    pub backoffs: u64,
+    /// Times a backed-off connection returned to retransmitting.
+    pub returns: u64,
     /// Retransmissions impossible: the packet was not buffered.
     pub withheld_unbuffered: u64,
     /// Calibration samples from the spin bit.
@@ -111,6 +123,8 @@ pub struct FlowletTrace {
     pub finished: Time,
     /// The smoothed RTT inference used.
     pub srtt: Duration,
+    /// The exclusion window's Δmargin at the time.
+    pub margin: Duration,
     /// The eliciting threshold inference used.
     pub threshold: u8,
     /// Whether the tail grace applied.
@@ -139,6 +153,8 @@ pub struct Record {
     pub inferred: Vec<Inferred>,
     /// The finished flowlets.
     pub flowlets: Vec<FlowletTrace>,
+    /// Packets of the flowlets a calibration reset dropped.
+    pub calibration_drops: Vec<u64>,
 }
 
 impl Record {
@@ -154,6 +170,12 @@ impl Record {
     pub(crate) fn flowlet(&mut self, trace: FlowletTrace) {
         if self.flowlets.len() < Self::LIMIT / 16 {
             self.flowlets.push(trace);
+        }
+    }
+
+    pub(crate) fn calibration_drop(&mut self, fingerprint: u64) {
+        if self.calibration_drops.len() < Self::LIMIT {
+            self.calibration_drops.push(fingerprint);
         }
     }
 

@@ -276,7 +276,17 @@ impl System for PemiSettings {
         let Some(record) = pemi.record() else {
             return;
         };
-        let sender = pemi.connections(Time::MAX).iter().find_map(|c| c.dominant);
+        // The protected sender is the end that sent the more bytes: the
+        // dominant direction at the end of a run can be the other (a
+        // download's last ACKs while a cellular queue drains).
+        let sender = pemi.connections(Time::MAX).iter().find_map(|c| {
+            c.dominant?;
+            Some(if c.bytes[1] >= c.bytes[0] {
+                Side::Server
+            } else {
+                Side::Client
+            })
+        });
         let (data, replies) = match sender {
             Some(Side::Server) | None => (truth.to_client, truth.from_client),
             Some(Side::Client) => (truth.to_server, truth.from_server),
@@ -308,6 +318,23 @@ impl System for PemiSettings {
                 result.set(name, value);
             }
         }
+        let causes = ::pemi::causes(record, data, replies, pemi.config().width_ratio_percent);
+        let causes = [
+            ("pemi_fp_reply_lost", causes.fp_reply_lost),
+            ("pemi_fp_rtt_lag", causes.fp_rtt_lag),
+            ("pemi_fp_wrong_flowlet", causes.fp_wrong_flowlet),
+            ("pemi_fp_ack_thinning", causes.fp_ack_thinning),
+            ("pemi_fp_matching", causes.fp_matching),
+            ("pemi_miss_calibration", causes.miss_calibration),
+            ("pemi_miss_no_flowlet", causes.miss_no_flowlet),
+            ("pemi_miss_tail_grace", causes.miss_tail_grace),
+            ("pemi_miss_unmatched", causes.miss_unmatched),
+            ("pemi_miss_wrong_reply", causes.miss_wrong_reply),
+            ("pemi_miss_forgiven", causes.miss_forgiven),
+        ];
+        for (name, count) in causes {
+            result.set(name, count as f64);
+        }
     }
 }
 
@@ -325,6 +352,10 @@ fn add_counters(pemi: &Pemi, result: &mut TrialResult) {
         ("pemi_inferred_lost", stats.inferred_lost),
         ("pemi_retransmissions", stats.retransmissions),
         ("pemi_withheld_cap", stats.withheld_cap),
+        ("pemi_withheld_backoff", stats.withheld_backoff),
+        ("pemi_backoffs", stats.backoffs),
+        ("pemi_copies_answered", stats.copies_answered),
+        ("pemi_copies_unanswered", stats.copies_unanswered),
         ("pemi_rtt_samples", stats.rtt_samples),
         ("pemi_spin_samples", stats.spin_samples),
         ("pemi_probes", stats.probes),
