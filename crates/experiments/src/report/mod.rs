@@ -138,9 +138,12 @@ fn trials_csv(results: &RunResults) -> String {
 fn summary_csv(summary: &Summary) -> String {
     let mut csv = String::from("variant,metric,median,p25,p75,min,max,n,paper,series,x\n");
     for variant in &summary.variants {
-        let (series, x) = variant.sweep.as_ref().map_or((String::new(), String::new()), |p| {
-            (csv_field(&p.series), p.x.to_string())
-        });
+        let (series, x) = variant
+            .sweep
+            .as_ref()
+            .map_or((String::new(), String::new()), |p| {
+                (csv_field(&p.series), p.x.to_string())
+            });
         for (metric, s) in &variant.metrics {
             let paper = variant
                 .paper

@@ -36,6 +36,42 @@ pub enum ScenarioError {
         /// What is wrong and what is allowed.
         message: String,
     },
+    /// Several independent errors of one file, each as above, in file
+    /// order (a file with one error gets that error alone).
+    #[error("{} errors:{}", .0.len(), list(.0))]
+    Several(Vec<ScenarioError>),
+}
+
+/// The errors, one per line.
+fn list(errors: &[ScenarioError]) -> String {
+    errors.iter().map(|e| format!("\n  - {e}")).collect()
+}
+
+impl ScenarioError {
+    /// One error for `errors`: the one, or [`ScenarioError::Several`]
+    /// (`errors` is not empty).
+    pub(crate) fn from_all(mut errors: Vec<ScenarioError>) -> ScenarioError {
+        if errors.len() == 1 {
+            errors.remove(0)
+        } else {
+            ScenarioError::Several(errors)
+        }
+    }
+
+    /// Its field and message, if it is about one field.
+    fn field_and_message(&self) -> Option<(&str, &str)> {
+        match self {
+            ScenarioError::Field { field, message, .. } => Some((field, message)),
+            _ => None,
+        }
+    }
+
+    /// Whether it says what `other` says about the same field (a base
+    /// error repeated in a variant, which merges the base).
+    pub(crate) fn repeats(&self, other: &ScenarioError) -> bool {
+        self.field_and_message()
+            .is_some_and(|mine| other.field_and_message() == Some(mine))
+    }
 }
 
 /// A field error in `path` (`context` is `variant "X": ` or empty).
