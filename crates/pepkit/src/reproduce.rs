@@ -156,7 +156,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     println!(
         "{} claims checked, {held} held;{} index of all results: {}",
         held + failed,
-        left_out.sentence(),
+        left_out.terse(),
         index_path.display()
     );
     if failed == 0 {
@@ -270,23 +270,42 @@ impl LeftOut {
             .count()
     }
 
-    /// One sentence for the index's first line and the terminal (empty
-    /// when nothing was left out), starting with a space.
-    fn sentence(&self) -> String {
+    /// What was left out, in a few words ("11 claims left out (9
+    /// scenarios not run), of which 2 are known to fail"), or `None`.
+    fn summary(&self) -> Option<String> {
         if self.claims.is_empty() && self.files.is_empty() {
-            return String::new();
+            return None;
         }
         let files = match self.files.len() {
             0 => String::new(),
             1 => " (1 scenario not run)".to_string(),
             n => format!(" ({n} scenarios not run)"),
         };
-        format!(
-            " {} claims left out{files}, of which {} are known to fail (a `gap` names their cause); \
-             listed under \"Left out\".",
+        let known = match self.known_to_fail() {
+            1 => "1 is".to_string(),
+            n => format!("{n} are"),
+        };
+        Some(format!(
+            "{} claims left out{files}, of which {known} known to fail",
             self.claims.len(),
-            self.known_to_fail()
-        )
+        ))
+    }
+
+    /// The index's sentence after the count of claims held (empty when
+    /// nothing was left out).
+    fn sentence(&self) -> String {
+        self.summary().map_or(String::new(), |summary| {
+            format!(
+                " {summary} (their check names a `gap`, where the failure is explained); \
+                 each is listed under [Left out](#left-out)."
+            )
+        })
+    }
+
+    /// The terminal's words after the count of claims held.
+    fn terse(&self) -> String {
+        self.summary()
+            .map_or(String::new(), |summary| format!(" {summary};"))
     }
 
     /// The index's closing section: the scenarios not run and every
@@ -299,18 +318,18 @@ impl LeftOut {
         if !self.files.is_empty() {
             out.push_str("Scenarios not run:\n\n");
             for (path, claims) in &self.files {
-                writeln!(out, "- `{}` ({claims} claims)", path.display())
+                writeln!(out, "- `{}` ({claims} claims)", file_name(path))
                     .expect("writing to a String");
             }
             out.push('\n');
         }
         if !self.claims.is_empty() {
-            out.push_str("Claims not checked:\n\n");
+            out.push_str("Claims left out:\n\n");
             for (path, claim, gap) in &self.claims {
                 let known = gap.as_ref().map_or(String::new(), |gap| {
                     format!(" — known to fail (why: `{gap}`)")
                 });
-                writeln!(out, "- `{}`: {claim}{known}", path.display())
+                writeln!(out, "- `{}`: {claim}{known}", file_name(path))
                     .expect("writing to a String");
             }
             out.push('\n');
@@ -385,6 +404,14 @@ fn section(
     }
 }
 
+/// A scenario file's name, which names it within its paper.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// A figure's sort key: `"4a"` → (4, "a"), so that 10 comes after 9.
 fn figure_key(figure: &str) -> (u32, String) {
     let digits: String = figure.chars().take_while(char::is_ascii_digit).collect();
@@ -419,4 +446,37 @@ fn figures(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(claim: &str, gap: Option<&str>) -> experiments::scenario::Check {
+        serde_json::from_value(serde_json::json!({
+            "claim": claim, "metric": "m", "variant": "v", "at_least": 1.0, "gap": gap,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn what_a_reproduction_leaves_out_is_counted_and_listed_with_the_known_failures() {
+        let mut left_out = LeftOut::default();
+        assert_eq!(left_out.sentence(), "");
+        assert_eq!(left_out.section(), "");
+        let path = Path::new("scenarios/p/a.toml");
+        left_out.file(
+            path,
+            &[check("one", None), check("two", Some("docs/r.md#two"))],
+        );
+        left_out.claims(Path::new("scenarios/p/b.toml"), &[check("three", None)]);
+        assert_eq!(
+            left_out.terse(),
+            " 3 claims left out (1 scenario not run), of which 1 is known to fail;"
+        );
+        let section = left_out.section();
+        assert!(section.contains("- `a.toml` (2 claims)"), "{section}");
+        assert!(section.contains("- `a.toml`: two — known to fail (why: `docs/r.md#two`)"));
+        assert!(section.contains("- `b.toml`: three\n"), "{section}");
+    }
 }
