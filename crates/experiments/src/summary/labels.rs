@@ -221,7 +221,9 @@ mod tests {
                     );
                     if let Plot::Lines { x_scale, .. } = plot {
                         for variant in &file.variants {
-                            let Some(point) = &variant.sweep else { continue };
+                            let Some(point) = &variant.sweep else {
+                                continue;
+                            };
                             let x = (point.x * x_scale).abs();
                             assert!(
                                 x == 0.0 || (1e-3..1e7).contains(&x),

@@ -13,9 +13,10 @@ use crate::summary::{metric_label, quantile};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
-use style::{Unit, colour, dashed, legend, legend_width, series_label, tick};
+use style::{Unit, colour, dashed, legend, legend_width, series_label, tick, wrap};
 
 /// Registers the embedded font as plotters' "sans-serif", once.
 fn register_font() {
@@ -160,10 +161,18 @@ where
         .fold(0.0_f64, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.15;
+    // Each bar's name in lines as wide as its bar, so that neighbours'
+    // names do not run into each other (about 7 pixels a character).
+    let per_bar = root.dim_in_pixel().0.saturating_sub(100) / names.len().max(1) as u32;
+    let labels: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| wrap(name, (per_bar as usize / 7).max(6)))
+        .collect();
+    let rows = labels.iter().map(Vec::len).max().unwrap_or(1) as u32;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
-        .x_label_area_size(40)
+        .x_label_area_size(16 * rows + 16)
         .y_label_area_size(60)
         .build_cartesian_2d(segments(names.len()), 0.0..top)?;
     chart
@@ -172,12 +181,23 @@ where
         .y_desc(metric_label(metric))
         .y_label_formatter(&tick)
         .x_labels(names.len())
-        .x_label_formatter(&|value| match value {
-            SegmentValue::CenterOf(i) => names.get(*i).copied().unwrap_or("").to_string(),
-            _ => String::new(),
-        })
+        .x_label_formatter(&|_| String::new())
         .label_style(("sans-serif", 13))
         .draw()?;
+    for (i, lines) in labels.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
+        for (row, text) in lines.iter().enumerate() {
+            let style = ("sans-serif", 13)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(
+                text.clone(),
+                (x, y + 7 + 15 * row as i32),
+                style,
+            ))?;
+        }
+    }
     let fill = colour(0).mix(0.8).filled();
     for (i, variant) in variants.iter().enumerate() {
         let Some(spread) = variant.metrics.get(metric) else {
@@ -202,12 +222,23 @@ where
             chart.draw_series(std::iter::once(marker))?;
         }
     }
+    let with_paper = variants.iter().any(|v| v.paper.contains_key(metric));
     root.draw(&Text::new(
-        "bars: median · whiskers: p25–p75 · ◆ paper",
+        bars_note(with_paper),
         (14, root.dim_in_pixel().1 as i32 - 16),
         ("sans-serif", 12),
     ))?;
     Ok(())
+}
+
+/// What a bar figure's marks mean; the paper's diamond only where some
+/// bar has one.
+fn bars_note(with_paper: bool) -> &'static str {
+    if with_paper {
+        "bars: median · whiskers: p25–p75 · ◆ paper"
+    } else {
+        "bars: median · whiskers: p25–p75"
+    }
 }
 
 /// One segment per variant. (A segmented `0..n` has `n + 1` segments.)
@@ -462,7 +493,13 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::cdf_points;
+    use super::{bars_note, cdf_points};
+
+    #[test]
+    fn the_paper_diamond_is_explained_only_where_one_is_drawn() {
+        assert!(bars_note(true).contains("◆ paper"));
+        assert!(!bars_note(false).contains("paper"));
+    }
 
     #[test]
     fn a_cdf_is_a_staircase_through_every_sample() {
