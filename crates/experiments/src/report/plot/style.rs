@@ -53,6 +53,11 @@ pub(super) fn marker_shape(index: usize) -> Vec<(i32, i32)> {
     }
 }
 
+/// Whether series `index`'s marker is hollow: the second round of shapes.
+pub(super) fn hollow(index: usize) -> bool {
+    !(index / 6).is_multiple_of(2)
+}
+
 /// Series `index`'s marker at pixel `at` of `area`'s backend (filled in
 /// the first round of shapes, hollow in the next, so 12 differ).
 pub(super) fn marker<DB: DrawingBackend>(
@@ -64,7 +69,7 @@ pub(super) fn marker<DB: DrawingBackend>(
         .into_iter()
         .map(|(x, y)| (at.0 + x, at.1 + y))
         .collect();
-    if index / 6 % 2 == 0 {
+    if !hollow(index) {
         area.draw(&Polygon::new(points, colour(index).filled()))
     } else {
         let mut closed = points.clone();
@@ -295,7 +300,7 @@ mod tests {
     #[test]
     fn markers_differ_for_twelve_series() {
         let looks: std::collections::BTreeSet<_> =
-            (0..12).map(|i| (marker_shape(i), i / 6 % 2)).collect();
+            (0..12).map(|i| (marker_shape(i), hollow(i))).collect();
         assert_eq!(looks.len(), 12);
     }
 

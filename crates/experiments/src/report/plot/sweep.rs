@@ -2,7 +2,7 @@
 //! (a line per swept variant), and the distribution of a metric over a
 //! swept variant's points.
 
-use super::style::{colour, legend_with, log_tick, marker_shape, padded, tick};
+use super::style::{colour, hollow, legend_with, log_tick, marker_shape, padded, tick};
 use super::{DrawResult, line, with_legend};
 use crate::run::RunResults;
 use crate::summary::metric_label;
@@ -131,7 +131,7 @@ where
         // Each series' marker on its medians: lines that coincide still
         // show both.
         let shape = marker_shape(index);
-        if index / 6 % 2 == 0 {
+        if !hollow(index) {
             chart.draw_series(medians.into_iter().map(|point| {
                 EmptyElement::at(point) + Polygon::new(shape.clone(), colour(index).filled())
             }))?;
