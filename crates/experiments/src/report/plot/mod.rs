@@ -16,7 +16,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
-use style::{Unit, colour, dashed, legend, legend_width, series_label, tick, wrap};
+use style::{Unit, colour, dashed, headroom, legend, legend_width, series_label, tick, wrap};
 
 /// Registers the embedded font as plotters' "sans-serif", once.
 fn register_font() {
@@ -158,9 +158,9 @@ where
             let spread = v.metrics.get(metric).map(|s| s.p75);
             spread.into_iter().chain(v.paper.get(metric).copied())
         })
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE)
-        * 1.15;
+        .fold(0.0_f64, f64::max);
+    // Room above the whiskers for the paper's diamonds.
+    let top = headroom(top) * 1.15 / 1.1;
     // Each bar's name in lines as wide as its bar, so that neighbours'
     // names do not run into each other (about 7 pixels a character).
     let per_bar = root.dim_in_pixel().0.saturating_sub(100) / names.len().max(1) as u32;

@@ -211,6 +211,13 @@ pub(super) fn padded(low: f64, high: f64) -> (f64, f64) {
     (low - pad, high + pad)
 }
 
+/// The top of a y axis whose largest value is `max`: a tenth above it,
+/// or 1 when nothing is above 0 (a figure with no values in this mode
+/// gets ticks 0, 0.2, … rather than 0.000000001).
+pub(super) fn headroom(max: f64) -> f64 {
+    if max > 0.0 { max * 1.1 } else { 1.0 }
+}
+
 /// A bar's label in lines of at most `width` characters, broken after
 /// commas and at spaces (a longer word keeps a line of its own), so
 /// that labels of neighbouring bars do not run into each other.
@@ -280,6 +287,8 @@ mod tests {
         assert_eq!((low, high), (4.5, 5.5));
         assert_eq!((tick(&low), tick(&high)), ("4.5".into(), "5.5".into()));
         assert_eq!(padded(0.0, 0.0), (-1.0, 1.0));
+        assert_eq!(headroom(0.0), 1.0);
+        assert!((headroom(10.0) - 11.0).abs() < 1e-9);
         let (low, high) = padded(0.0, 100.0);
         assert!((low + 3.0).abs() < 1e-9 && (high - 103.0).abs() < 1e-9);
     }

@@ -2,7 +2,7 @@
 //! (a line per swept variant), and the distribution of a metric over a
 //! swept variant's points.
 
-use super::style::{colour, hollow, legend_with, log_tick, marker_shape, padded, tick};
+use super::style::{colour, headroom, hollow, legend_with, log_tick, marker_shape, padded, tick};
 use super::{DrawResult, line, with_legend};
 use crate::run::RunResults;
 use crate::summary::metric_label;
@@ -78,11 +78,12 @@ where
         (0.0, 1.0)
     };
     let (low, high) = padded(left, right);
-    let top = groups
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|v| v.3))
-        .fold(1e-9_f64, f64::max)
-        * 1.1;
+    let top = headroom(
+        groups
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|v| v.3))
+            .fold(0.0_f64, f64::max),
+    );
     let names: Vec<&str> = groups.iter().map(|(name, _)| name.as_str()).collect();
     let (area, legend_area) = with_legend(root, &names);
     let mut chart = ChartBuilder::on(&area)
