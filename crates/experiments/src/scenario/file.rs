@@ -3,7 +3,7 @@
 
 use super::Scenario;
 use super::check::Check;
-use super::error::{ScenarioError, field_error, first_line};
+use super::error::{ScenarioError, field_error, first_line, last_key, parent, remove};
 use super::overrides::{Override, Shadowed, Target, lookup, set};
 use super::raw::RawScenario;
 use super::sweep::{Dimension, Sweep, SweepPoint};
@@ -725,60 +725,5 @@ fn add_new(errors: &mut Vec<ScenarioError>, found: Vec<ScenarioError>) {
         if !errors.iter().any(|known| known.repeats(&error)) {
             errors.push(error);
         }
-    }
-}
-
-/// A field path's parts: `hops.near.loss`, `flows[2].name`.
-fn keys(field: &str) -> Option<Vec<Result<String, usize>>> {
-    let mut parts = Vec::new();
-    for dotted in field.split('.') {
-        let (key, indices) = dotted
-            .split_once('[')
-            .map_or((dotted, ""), |(k, rest)| (k, rest));
-        if key.is_empty() || key == "?" {
-            return None;
-        }
-        parts.push(Ok(key.to_string()));
-        for index in indices.split('[').filter(|i| !i.is_empty()) {
-            parts.push(Err(index.strip_suffix(']')?.parse().ok()?));
-        }
-    }
-    Some(parts)
-}
-
-/// The path of the table `field` is in (empty at the top).
-fn parent(field: &str) -> &str {
-    field.rsplit_once('.').map_or("", |(parent, _)| parent)
-}
-
-/// The last key of `field`.
-fn last_key(field: &str) -> &str {
-    field.rsplit_once('.').map_or(field, |(_, key)| key)
-}
-
-/// Takes `field` out of `value`; false if it is not there as a key of a
-/// table.
-fn remove(value: &mut toml::Value, field: &str) -> bool {
-    let Some(mut parts) = keys(field) else {
-        return false;
-    };
-    let Some(Ok(last)) = parts.pop() else {
-        return false;
-    };
-    let mut here = value;
-    for part in parts {
-        let next = match (part, here) {
-            (Ok(key), toml::Value::Table(table)) => table.get_mut(&key),
-            (Err(index), toml::Value::Array(items)) => items.get_mut(index),
-            _ => None,
-        };
-        let Some(next) = next else {
-            return false;
-        };
-        here = next;
-    }
-    match here {
-        toml::Value::Table(table) => table.remove(&last).is_some(),
-        _ => false,
     }
 }
