@@ -52,7 +52,16 @@ pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults
 fn size(figure: &Plot, results: &RunResults) -> (u32, u32) {
     let variants = results.summary.variants.len() as u32;
     match figure {
-        Plot::Bars { .. } => ((185 * variants).clamp(640, 1850), 480),
+        Plot::Bars { .. } => {
+            let width = (185 * variants).clamp(640, 1850);
+            let names: Vec<&str> = results
+                .summary
+                .variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect();
+            (width, 424 + bar_labels(&names, width).1)
+        }
         Plot::Series { .. } => {
             let panels = series_lines(figure, results).len().max(1) as u32;
             let cols = panels.min(3);
@@ -161,18 +170,11 @@ where
         .fold(0.0_f64, f64::max);
     // Room above the whiskers for the paper's diamonds.
     let top = headroom(top) * 1.15 / 1.1;
-    // Each bar's name in lines as wide as its bar, so that neighbours'
-    // names do not run into each other (about 7 pixels a character).
-    let per_bar = root.dim_in_pixel().0.saturating_sub(100) / names.len().max(1) as u32;
-    let labels: Vec<Vec<String>> = names
-        .iter()
-        .map(|name| wrap(name, (per_bar as usize / 7).max(6)))
-        .collect();
-    let rows = labels.iter().map(Vec::len).max().unwrap_or(1) as u32;
+    let (labels, label_area) = bar_labels(&names, root.dim_in_pixel().0);
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
-        .x_label_area_size(16 * rows + 16)
+        .x_label_area_size(label_area)
         .y_label_area_size(60)
         .build_cartesian_2d(segments(names.len()), 0.0..top)?;
     chart
@@ -184,18 +186,28 @@ where
         .x_label_formatter(&|_| String::new())
         .label_style(("sans-serif", 13))
         .draw()?;
-    for (i, lines) in labels.iter().enumerate() {
+    for (i, name) in names.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
-        for (row, text) in lines.iter().enumerate() {
-            let style = ("sans-serif", 13)
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(
-                text.clone(),
-                (x, y + 7 + 15 * row as i32),
-                style,
-            ))?;
+        let font = ("sans-serif", 13).into_font().color(&BLACK);
+        match &labels {
+            Some(labels) => {
+                for (row, text) in labels[i].iter().enumerate() {
+                    let style = font.pos(Pos::new(HPos::Center, VPos::Top));
+                    root.draw(&Text::new(
+                        text.clone(),
+                        (x, y + 7 + 15 * row as i32),
+                        style,
+                    ))?;
+                }
+            }
+            None => {
+                // Too many bars for their names across: each turned a
+                // quarter, starting under its bar.
+                let style = font
+                    .transform(FontTransform::Rotate270)
+                    .pos(Pos::new(HPos::Right, VPos::Center));
+                root.draw(&Text::new(name.to_string(), (x, y + 7), style))?;
+            }
         }
     }
     let fill = colour(0).mix(0.8).filled();
@@ -229,6 +241,27 @@ where
         ("sans-serif", 12),
     ))?;
     Ok(())
+}
+
+/// How a bar figure `width` pixels wide names its bars, and the height of
+/// the area under the bars: each name wrapped to its bar's width (about 7
+/// pixels a character) in at most three lines, or, where a name does not
+/// fit so (many narrow bars), `None`: each name turned a quarter, along
+/// its bar.
+fn bar_labels(names: &[&str], width: u32) -> (Option<Vec<Vec<String>>>, u32) {
+    let per_bar = width.saturating_sub(100) as usize / names.len().max(1);
+    let chars = (per_bar / 7).max(1);
+    let wrapped: Vec<Vec<String>> = names.iter().map(|name| wrap(name, chars)).collect();
+    let fits = wrapped
+        .iter()
+        .all(|lines| lines.len() <= 3 && lines.iter().all(|l| l.chars().count() <= chars));
+    if fits {
+        let rows = wrapped.iter().map(Vec::len).max().unwrap_or(1) as u32;
+        (Some(wrapped), 16 * rows + 16)
+    } else {
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as u32;
+        (None, (longest * 7).min(320) + 20)
+    }
 }
 
 /// What a bar figure's marks mean; the paper's diamond only where some
@@ -493,7 +526,26 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::{bars_note, cdf_points};
+    use super::{bar_labels, bars_note, cdf_points};
+
+    #[test]
+    fn bar_names_wrap_where_they_fit_and_turn_where_they_do_not() {
+        let names = ["QUIC e2e, 0% loss", "QUIC e2e, 1% loss, ACK every packet"];
+        let (labels, area) = bar_labels(&names, 640);
+        let labels = labels.expect("two bars have room");
+        assert!(labels.iter().all(|lines| lines.len() <= 3));
+        assert_eq!(
+            area,
+            16 * labels.iter().map(Vec::len).max().unwrap() as u32 + 16
+        );
+        let many = ["CUBIC + LEDBAT-100, rate = 20Mbit/s"; 40];
+        let (labels, area) = bar_labels(&many, 1850);
+        assert!(
+            labels.is_none(),
+            "44 pixels a bar: upright names would overlap"
+        );
+        assert_eq!(area, 35 * 7 + 20);
+    }
 
     #[test]
     fn the_paper_diamond_is_explained_only_where_one_is_drawn() {
