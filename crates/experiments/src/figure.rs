@@ -43,6 +43,9 @@ pub enum Plot {
         #[serde(default)]
         x_label: Option<String>,
         /// Multiply x values by this for the axis (e.g. 100 for percent).
+        /// An x value is the swept number as the sweep writes it, in its
+        /// `unit` if it has one (70 for `values = [70], unit =
+        /// "Mbit/s"`), so a sweep with a unit rarely needs it.
         #[serde(default = "one")]
         x_scale: f64,
         /// A logarithmic x axis.

@@ -7,6 +7,7 @@ mod bench_quack;
 mod bench_sidekick_proxy;
 mod compare;
 mod daemon;
+mod list;
 mod merge;
 mod middle;
 mod reproduce;
@@ -44,6 +45,9 @@ enum Command {
     /// an index of the results with the paper's claims checked. Exits 1 if
     /// a claim does not hold, 2 on an error.
     Reproduce(reproduce::Args),
+    /// List the papers, and each paper's scenario files with what they
+    /// reproduce and how many claims they check.
+    List(list::Args),
     /// Run a middle system on a real router (the Sidekick proxy, PEMI, the
     /// split QUIC proxy, the TCP PEP, the TECC tunnel server), from the
     /// `middle` table a scenario variant writes.
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::List(args) => list::run(&args),
         Command::Middle(args) => middle::run(&args),
         Command::Testbed { command } => testbed::run(&command),
         Command::Bench {

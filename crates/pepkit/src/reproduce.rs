@@ -15,9 +15,11 @@ use std::process::ExitCode;
 pub(crate) struct Args {
     /// The paper: a directory of `--scenarios` (sidekick, pemi, tecc, …).
     paper: String,
-    /// Where the scenario directories are.
-    #[arg(long, default_value = "scenarios")]
-    scenarios: PathBuf,
+    /// Where the scenario directories are [default: the first `scenarios/`
+    /// found from the current directory upward, else the one of the
+    /// source tree pepkit was built from].
+    #[arg(long)]
+    scenarios: Option<PathBuf>,
     /// Where to write the results [default: results/<paper>].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -35,10 +37,14 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> ExitCode {
-    let loaded = match load(args) {
+    let (loaded, not_quick) = match load(args) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let mut left_out = LeftOut::default();
+    for (path, file) in &not_quick {
+        left_out.file(path, &file.checks);
+    }
     let real_mode = args.quick
         && loaded
             .iter()
@@ -57,6 +63,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     });
     let mut sections = String::new();
     let (mut held, mut failed) = (0, 0);
+    let mut checked: Vec<experiments::scenario::Check> = Vec::new();
     for (number, (path, file)) in loaded.iter().enumerate() {
         eprintln!("[{}/{}] {}", number + 1, loaded.len(), path.display());
         let stem = path
@@ -89,6 +96,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
                 path.display(),
             )
             .expect("writing to a String");
+            left_out.file(path, &file.checks);
             continue;
         }
         for mode in modes {
@@ -114,8 +122,17 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             let summary = &results.summary;
             held += summary.checks.iter().filter(|c| c.passed).count();
             failed += summary.checks.iter().filter(|c| !c.passed).count();
+            checked.extend(summary.checks.iter().map(|c| c.check.clone()));
             section(&mut sections, file, path, summary, (&dir, &link));
         }
+        let unchecked: Vec<_> = file
+            .checks
+            .iter()
+            .filter(|c| !checked.contains(c))
+            .cloned()
+            .collect();
+        left_out.claims(path, &unchecked);
+        checked.clear();
     }
     let verdict = if failed == 0 { "✓" } else { "✗" };
     let kind = if args.quick {
@@ -124,9 +141,11 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         "every scenario, reproduced"
     };
     let index = format!(
-        "# {}: {kind}\n\n**{verdict} {held} of {} claims held.**\n\n{sections}",
+        "# {}: {kind}\n\n**{verdict} {held} of {} claims checked held.**{}\n\n{sections}{}",
         args.paper,
-        held + failed
+        held + failed,
+        left_out.sentence(),
+        left_out.section(),
     );
     let index_path = out.join("README.md");
     if let Err(error) =
@@ -136,8 +155,9 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "{held} of {} claims held; index of all results: {}",
+        "{} claims checked, {held} held;{} index of all results: {}",
         held + failed,
+        left_out.terse(),
         index_path.display()
     );
     if failed == 0 {
@@ -147,12 +167,31 @@ pub(crate) fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// A paper's scenario files, as read.
+type Files = Vec<(PathBuf, ScenarioFile)>;
+
 /// The paper's scenario files, every one checked before any runs (a typo
 /// does not surface an hour into the run), in the order of the paper's
 /// figures (scenarios beyond the paper last); with `--quick`, only those
-/// with a `[quick]` table.
-fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
-    let dir = args.scenarios.join(&args.paper);
+/// with a `[quick]` table, and beside them the files left out.
+fn load(args: &Args) -> Result<(Files, Files), ExitCode> {
+    let scenarios = match &args.scenarios {
+        Some(dir) => dir.clone(),
+        None => crate::list::scenarios_dir().map_err(|error| {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        })?,
+    };
+    let dir = scenarios.join(&args.paper);
+    if !dir.is_dir() {
+        eprintln!(
+            "error: no paper called {:?} in {}; the papers are {}",
+            args.paper,
+            scenarios.display(),
+            crate::list::papers(&scenarios).join(", ")
+        );
+        return Err(ExitCode::from(2));
+    }
     let files = match scenario_files(&dir, args.only.as_deref()) {
         Ok(files) if !files.is_empty() => files,
         Ok(_) => {
@@ -165,9 +204,10 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
         }
     };
     let mut loaded = Vec::new();
+    let mut not_quick = Vec::new();
     for path in files {
         match ScenarioFile::load(&path) {
-            Ok(file) if args.quick && file.quick.is_none() => {}
+            Ok(file) if args.quick && file.quick.is_none() => not_quick.push((path, file)),
             Ok(file) => loaded.push((path, file)),
             Err(error) => {
                 eprintln!("error: {error}");
@@ -192,7 +232,111 @@ fn load(args: &Args) -> Result<Vec<(PathBuf, ScenarioFile)>, ExitCode> {
         }
         .then_with(|| a_path.cmp(b_path))
     });
-    Ok(loaded)
+    Ok((loaded, not_quick))
+}
+
+/// The claims a reproduction did not check: every claim of the files it
+/// did not run, and the claims of the files it ran that no run
+/// evaluated (their variants or their mode were not run). Those whose
+/// check names a `gap` are known to fail: the gap is where the failure
+/// is explained.
+#[derive(Default)]
+struct LeftOut {
+    /// The files not run, with their claims' count.
+    files: Vec<(PathBuf, usize)>,
+    /// Each claim left out: its file, the claim, its gap.
+    claims: Vec<(PathBuf, String, Option<String>)>,
+}
+
+impl LeftOut {
+    /// `file` was not run: all of `checks` are left out.
+    fn file(&mut self, path: &Path, checks: &[experiments::scenario::Check]) {
+        self.files.push((path.to_path_buf(), checks.len()));
+        self.claims(path, checks);
+    }
+
+    /// `checks` of the file at `path` were not evaluated.
+    fn claims(&mut self, path: &Path, checks: &[experiments::scenario::Check]) {
+        for check in checks {
+            self.claims
+                .push((path.to_path_buf(), check.claim.clone(), check.gap.clone()));
+        }
+    }
+
+    /// How many of the claims left out are known to fail.
+    fn known_to_fail(&self) -> usize {
+        self.claims
+            .iter()
+            .filter(|(_, _, gap)| gap.is_some())
+            .count()
+    }
+
+    /// What was left out, in a few words ("11 claims left out (9
+    /// scenarios not run), of which 2 are known to fail"), or `None`.
+    fn summary(&self) -> Option<String> {
+        if self.claims.is_empty() && self.files.is_empty() {
+            return None;
+        }
+        let files = match self.files.len() {
+            0 => String::new(),
+            1 => " (1 scenario not run)".to_string(),
+            n => format!(" ({n} scenarios not run)"),
+        };
+        let known = match self.known_to_fail() {
+            1 => "1 is".to_string(),
+            n => format!("{n} are"),
+        };
+        Some(format!(
+            "{} claims left out{files}, of which {known} known to fail",
+            self.claims.len(),
+        ))
+    }
+
+    /// The index's sentence after the count of claims held (empty when
+    /// nothing was left out).
+    fn sentence(&self) -> String {
+        self.summary().map_or(String::new(), |summary| {
+            format!(
+                " {summary} (their check names a `gap`, where the failure is explained); \
+                 each is listed under [Left out](#left-out)."
+            )
+        })
+    }
+
+    /// The terminal's words after the count of claims held.
+    fn terse(&self) -> String {
+        self.summary()
+            .map_or(String::new(), |summary| format!(" {summary};"))
+    }
+
+    /// The index's closing section: the scenarios not run and every
+    /// claim left out, the known failures named with their gap.
+    fn section(&self) -> String {
+        if self.claims.is_empty() && self.files.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("## Left out\n\n");
+        if !self.files.is_empty() {
+            out.push_str("Scenarios not run:\n\n");
+            for (path, claims) in &self.files {
+                writeln!(out, "- `{}` ({claims} claims)", file_name(path))
+                    .expect("writing to a String");
+            }
+            out.push('\n');
+        }
+        if !self.claims.is_empty() {
+            out.push_str("Claims left out:\n\n");
+            for (path, claim, gap) in &self.claims {
+                let known = gap.as_ref().map_or(String::new(), |gap| {
+                    format!(" — known to fail (why: `{gap}`)")
+                });
+                writeln!(out, "- `{}`: {claim}{known}", file_name(path))
+                    .expect("writing to a String");
+            }
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// Whether any of the file's `selected` variants (all if none) runs in
@@ -261,6 +405,14 @@ fn section(
     }
 }
 
+/// A scenario file's name, which names it within its paper.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 /// A figure's sort key: `"4a"` → (4, "a"), so that 10 comes after 9.
 fn figure_key(figure: &str) -> (u32, String) {
     let digits: String = figure.chars().take_while(char::is_ascii_digit).collect();
@@ -295,4 +447,37 @@ fn figures(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(claim: &str, gap: Option<&str>) -> experiments::scenario::Check {
+        serde_json::from_value(serde_json::json!({
+            "claim": claim, "metric": "m", "variant": "v", "at_least": 1.0, "gap": gap,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn what_a_reproduction_leaves_out_is_counted_and_listed_with_the_known_failures() {
+        let mut left_out = LeftOut::default();
+        assert_eq!(left_out.sentence(), "");
+        assert_eq!(left_out.section(), "");
+        let path = Path::new("scenarios/p/a.toml");
+        left_out.file(
+            path,
+            &[check("one", None), check("two", Some("docs/r.md#two"))],
+        );
+        left_out.claims(Path::new("scenarios/p/b.toml"), &[check("three", None)]);
+        assert_eq!(
+            left_out.terse(),
+            " 3 claims left out (1 scenario not run), of which 1 is known to fail;"
+        );
+        let section = left_out.section();
+        assert!(section.contains("- `a.toml` (2 claims)"), "{section}");
+        assert!(section.contains("- `a.toml`: two — known to fail (why: `docs/r.md#two`)"));
+        assert!(section.contains("- `b.toml`: three\n"), "{section}");
+    }
 }

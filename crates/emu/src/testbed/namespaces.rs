@@ -6,8 +6,10 @@ use crate::sys::command::{self, CommandError, in_netns, ip};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Whether this process can build testbeds; `Err` says why not, in words
-/// a skipped test can print.
+/// Whether this process can build testbeds; `Err` says why not as a
+/// predicate that completes a sentence about real mode ("needs root …",
+/// "needs ethtool, which is not installed …"), so that callers write
+/// "real mode {reason}" or "skipping real mode: it {reason}".
 pub fn available() -> Result<(), String> {
     // Root: the effective uid (third field of Uid:) is 0.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -21,9 +23,7 @@ pub fn available() -> Result<(), String> {
     }
     for program in ["ip", "ethtool", "sysctl", "timeout"] {
         if !command::have(program) {
-            return Err(format!(
-                "{program} is not installed (scripts/setup installs it)"
-            ));
+            return Err(missing(program));
         }
     }
     // A name of its own per call: threads may probe at the same time.
@@ -36,6 +36,11 @@ pub fn available() -> Result<(), String> {
     ip(&["netns", "add", &probe]).map_err(|e| format!("cannot create a network namespace: {e}"))?;
     let _ = ip(&["netns", "del", &probe]);
     Ok(())
+}
+
+/// Why real mode cannot run without `program`, as [`available`] says it.
+fn missing(program: &str) -> String {
+    format!("needs {program}, which is not installed (scripts/setup installs it)")
 }
 
 /// Creates network namespace `name` the way real mode wants its nodes, and
@@ -179,4 +184,18 @@ fn namespace_pids(name: &str) -> Vec<u32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod reason_tests {
+    #[test]
+    fn a_missing_program_reads_as_a_sentence_after_either_subject() {
+        let reason = super::missing("ethtool");
+        assert_eq!(
+            format!("skipping real mode: it {reason}"),
+            "skipping real mode: it needs ethtool, which is not installed (scripts/setup \
+             installs it)"
+        );
+        assert!(format!("real mode {reason}").starts_with("real mode needs ethtool, which"));
+    }
 }

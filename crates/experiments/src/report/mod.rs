@@ -136,10 +136,18 @@ fn trials_csv(results: &RunResults) -> String {
     csv
 }
 
-/// One row per variant and metric.
+/// One row per variant and metric; a point of a sweep also gives its
+/// swept variant (`series`) and the swept value (`x`), so that a sweep's
+/// lines can be drawn from the file.
 fn summary_csv(summary: &Summary) -> String {
-    let mut csv = String::from("variant,metric,median,p25,p75,min,max,n,paper\n");
+    let mut csv = String::from("variant,metric,median,p25,p75,min,max,n,paper,series,x\n");
     for variant in &summary.variants {
+        let (series, x) = variant
+            .sweep
+            .as_ref()
+            .map_or((String::new(), String::new()), |p| {
+                (csv_field(&p.series), p.x.to_string())
+            });
         for (metric, s) in &variant.metrics {
             let paper = variant
                 .paper
@@ -147,7 +155,7 @@ fn summary_csv(summary: &Summary) -> String {
                 .map_or(String::new(), f64::to_string);
             writeln!(
                 csv,
-                "{},{metric},{},{},{},{},{},{},{paper}",
+                "{},{metric},{},{},{},{},{},{},{paper},{series},{x}",
                 csv_field(&variant.name),
                 s.median,
                 s.p25,
@@ -382,5 +390,32 @@ mod tests {
         assert_eq!(short(52.34), "52.3");
         assert_eq!(short(123.4), "123");
         assert_eq!(short(0.4312), "0.431");
+    }
+
+    #[test]
+    fn summary_csv_gives_a_sweep_point_its_series_and_x() {
+        let spread = r#"{ "median": 2, "p25": 1, "p75": 3, "min": 0, "max": 4, "n": 3 }"#;
+        let json = format!(
+            r#"{{ "schema": "pepkit.summary/1", "scenario": "s", "title": "t", "source": null,
+                "seed": 1, "trials": 3, "headline": [],
+                "variants": [
+                  {{ "name": "A", "trials": 3, "completed": 3,
+                     "metrics": {{ "goodput_mbps": {spread} }}, "paper": {{}} }},
+                  {{ "name": "B, loss = 0.01", "trials": 3, "completed": 3,
+                     "metrics": {{ "goodput_mbps": {spread} }}, "paper": {{}},
+                     "sweep": {{ "series": "B", "field": "hops.near.loss", "x": 0.01 }} }}
+                ] }}"#
+        );
+        let summary: Summary = serde_json::from_str(&json).unwrap();
+        let csv = summary_csv(&summary);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "variant,metric,median,p25,p75,min,max,n,paper,series,x",
+                "A,goodput_mbps,2,1,3,0,4,3,,,",
+                "\"B, loss = 0.01\",goodput_mbps,2,1,3,0,4,3,,B,0.01",
+            ]
+        );
     }
 }

@@ -130,21 +130,49 @@ impl RawScenario {
         (client, server)
     }
 
-    /// Refuses a controller that reads something its endpoint (`field`)
-    /// will not have, given what is provided to it.
+    /// Refuses a controller that reads something its endpoint (`field`,
+    /// the `side` end) will not have, given what is provided to the
+    /// client and to the server (`inputs`). When the other end would
+    /// have it, the direction is the cause, and the message says so: what
+    /// a middle system provides goes to the data sender.
     pub(super) fn check_requires(
         &self,
         controller: &cc::Controller,
         field: &str,
-        provided: &[cc::Input],
+        side: Side,
+        (client, server): (&[cc::Input], &[cc::Input]),
     ) -> Result<(), Problem> {
         let Some((input, why)) = controller.requires() else {
             return Ok(());
         };
+        let (provided, other) = match side {
+            Side::Client => (client, server),
+            Side::Server => (server, client),
+        };
         if provided.contains(&input) {
             Ok(())
+        } else if other.contains(&input) {
+            fail(field, format!("{why}; {}", wrong_direction(side)))
         } else {
             fail(field, why)
+        }
+    }
+}
+
+/// Why the `side` end's controller lacks what the other end's gets: the
+/// other end sends the data, and what is provided goes to the data
+/// sender.
+fn wrong_direction(side: Side) -> &'static str {
+    match side {
+        Side::Server => {
+            "the direction is the cause: here the client sends the data (client → server, \
+             an upload), and what the middle system provides goes to the data sender; the \
+             server's controller gets it in a download (the server → client direction)"
+        }
+        Side::Client => {
+            "the direction is the cause: here the server sends the data (server → client, \
+             a download), and what the middle system provides goes to the data sender; the \
+             client's controller gets it in an upload (the client → server direction)"
         }
     }
 }

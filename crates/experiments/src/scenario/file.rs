@@ -3,7 +3,7 @@
 
 use super::Scenario;
 use super::check::Check;
-use super::error::{ScenarioError, field_error, first_line};
+use super::error::{ScenarioError, field_error, first_line, last_key, parent, remove};
 use super::overrides::{Override, Shadowed, Target, lookup, set};
 use super::raw::RawScenario;
 use super::sweep::{Dimension, Sweep, SweepPoint};
@@ -165,9 +165,20 @@ fn read(
     let variant_tables = take_array(&mut document, &path, "variant")?;
     let check_tables = take_array(&mut document, &path, "check")?;
     let quick = document.remove("quick");
-    let base = resolve(&path, "", toml::Value::Table(document.clone()))?;
+    // Every independent error is collected, so that one reading names
+    // them all; a variant's errors that repeat the base's are not repeated.
+    let mut errors: Vec<ScenarioError> = Vec::new();
+    let base = match resolve(&path, "", toml::Value::Table(document.clone())) {
+        Ok(base) => Some(base),
+        Err(found) => {
+            errors.extend(found);
+            None
+        }
+    };
     let mut variants = Vec::new();
     let mut names = HashSet::new();
+    // The names of variants that failed, which checks may still name.
+    let mut failed_names: Vec<String> = Vec::new();
     let mut reach = Reach {
         overrides,
         targets,
@@ -175,11 +186,20 @@ fn read(
     };
     for (index, value) in variant_tables.into_iter().enumerate() {
         let before = variants.len();
-        parse_variant(&path, &document, index, value, &mut variants, &mut reach)?;
+        let name = value
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .map(str::to_string);
+        if let Err(found) = parse_variant(&path, &document, index, value, &mut variants, &mut reach)
+        {
+            add_new(&mut errors, found);
+            failed_names.extend(name);
+            continue;
+        }
         for variant in &variants[before..] {
             if !names.insert(variant.name.clone()) {
                 let context = format!("variant \"{}\": ", variant.name);
-                return Err(field_error(
+                errors.push(field_error(
                     &path,
                     &context,
                     "name",
@@ -188,20 +208,10 @@ fn read(
             }
         }
     }
-    if let Some(index) = base
-        .plots
-        .iter()
-        .position(|plot| matches!(plot, Plot::Lines { .. }))
-        && variants.iter().all(|v| v.sweep.is_none())
+    if variants.is_empty()
+        && failed_names.is_empty()
+        && let Some(base) = &base
     {
-        return Err(field_error(
-            &path,
-            "",
-            &format!("plots[{index}]"),
-            "a lines plot needs variants with `sweep = { field, values }`",
-        ));
-    }
-    if variants.is_empty() {
         variants.push(Variant {
             name: base.name.clone(),
             paper: BTreeMap::new(),
@@ -209,12 +219,27 @@ fn read(
             scenario: base.clone(),
         });
     }
-    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-    for (index, plot) in base.plots.iter().enumerate() {
+    let plots = base.as_ref().map_or(&[][..], |base| &base.plots[..]);
+    if let Some(index) = plots
+        .iter()
+        .position(|plot| matches!(plot, Plot::Lines { .. }))
+        && variants.iter().all(|v| v.sweep.is_none())
+        && failed_names.is_empty()
+    {
+        errors.push(field_error(
+            &path,
+            "",
+            &format!("plots[{index}]"),
+            "a lines plot needs variants with `sweep = { field, values }`",
+        ));
+    }
+    let mut names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    names.extend(failed_names.iter().map(String::as_str));
+    for (index, plot) in plots.iter().enumerate() {
         if let Plot::Series { variants: only, .. } = plot
             && let Some(unknown) = only.iter().find(|name| !names.contains(&name.as_str()))
         {
-            return Err(field_error(
+            errors.push(field_error(
                 &path,
                 "",
                 &format!("plots[{index}].variants"),
@@ -222,7 +247,7 @@ fn read(
             ));
         }
     }
-    let mut series: Vec<&str> = Vec::new();
+    let mut series: Vec<&str> = failed_names.iter().map(String::as_str).collect();
     for variant in &variants {
         if let Some(point) = &variant.sweep
             && !series.contains(&point.series.as_str())
@@ -230,18 +255,25 @@ fn read(
             series.push(&point.series);
         }
     }
-    let checks = check_tables
-        .into_iter()
-        .enumerate()
-        .map(|(index, value)| parse_check(&path, index, value, &names, &series))
-        .collect::<Result<_, _>>()?;
-    let quick = match quick {
-        None => None,
-        Some(value) => Some(parse_quick(
-            &path,
-            value,
-            &[&names[..], &series[..]].concat(),
-        )?),
+    let mut checks = Vec::new();
+    for (index, value) in check_tables.into_iter().enumerate() {
+        match parse_check(&path, index, value, &names, &series) {
+            Ok(check) => checks.push(check),
+            Err(error) => errors.push(error),
+        }
+    }
+    let quick =
+        match quick.map(|value| parse_quick(&path, value, &[&names[..], &series[..]].concat())) {
+            None => None,
+            Some(Ok(quick)) => Some(quick),
+            Some(Err(error)) => {
+                errors.push(error);
+                None
+            }
+        };
+    let base = match base {
+        Some(base) if errors.is_empty() => base,
+        _ => return Err(ScenarioError::from_all(errors)),
     };
     let shadowed = overrides
         .iter()
@@ -302,6 +334,14 @@ fn note_overrides(
     targets: &[Target],
     edited_file: bool,
 ) -> ScenarioError {
+    if let ScenarioError::Several(errors) = error {
+        return ScenarioError::Several(
+            errors
+                .into_iter()
+                .map(|error| note_overrides(error, overrides, targets, edited_file))
+                .collect(),
+        );
+    }
     let ScenarioError::Field {
         path,
         context,
@@ -386,26 +426,31 @@ fn parse_variant(
     value: toml::Value,
     variants: &mut Vec<Variant>,
     reach: &mut Reach<'_>,
-) -> Result<(), ScenarioError> {
+) -> Result<(), Vec<ScenarioError>> {
     let fallback = format!("variant[{index}]");
     let toml::Value::Table(mut table) = value else {
-        return Err(field_error(path, "", &fallback, "must be a table"));
+        return Err(vec![field_error(path, "", &fallback, "must be a table")]);
     };
     let name = match table.remove("name") {
         Some(toml::Value::String(name)) => name,
         Some(_) => {
             let field = format!("{fallback}.name");
-            return Err(field_error(path, "", &field, "must be a string"));
+            return Err(vec![field_error(path, "", &field, "must be a string")]);
         }
         None => {
             let field = format!("{fallback}.name");
-            return Err(field_error(path, "", &field, "every variant needs a name"));
+            return Err(vec![field_error(
+                path,
+                "",
+                &field,
+                "every variant needs a name",
+            )]);
         }
     };
     if name.chars().count() > MAX_VARIANT_NAME {
         let field = format!("{fallback}.name");
         let message = format!("has more than {MAX_VARIANT_NAME} characters");
-        return Err(field_error(path, "", &field, &message));
+        return Err(vec![field_error(path, "", &field, &message)]);
     }
     let context = format!("variant \"{name}\": ");
     let paper = match table.remove("paper") {
@@ -418,11 +463,12 @@ fn parse_variant(
                 &format!("paper.{field}"),
                 &format!("{message} {hint}"),
             )
-        })?,
+        })
+        .map_err(|e| vec![e])?,
     };
     let sweep = match table.remove("sweep") {
         None => None,
-        Some(value) => Some(parse_sweep(path, &context, value)?),
+        Some(value) => Some(parse_sweep(path, &context, value).map_err(|e| vec![e])?),
     };
     let mut merged = document.clone();
     merge(&mut merged, table);
@@ -438,15 +484,16 @@ fn parse_variant(
         return Ok(());
     };
     if !paper.is_empty() {
-        return Err(field_error(
+        return Err(vec![field_error(
             path,
             &context,
             "paper",
             "a swept variant has no single paper value; give the paper's points as separate \
              variants",
-        ));
+        )]);
     }
     let name_of_series = name;
+    let mut errors = Vec::new();
     for point in sweep.points() {
         let name = format!("{name_of_series}, {}", point.label);
         let point_context = format!("variant \"{name}\": ");
@@ -455,11 +502,17 @@ fn parse_variant(
             let keys: Vec<String> = field.split('.').map(str::to_string).collect();
             set(&mut swept, &keys, value).map_err(|message| {
                 let message = format!("the sweep cannot set it: {message}");
-                field_error(path, &point_context, &field, &message)
+                vec![field_error(path, &point_context, &field, &message)]
             })?;
         }
         reach.check(index, &name_of_series, &swept);
-        let scenario = resolve(path, &point_context, toml::Value::Table(swept))?;
+        let scenario = match resolve(path, &point_context, toml::Value::Table(swept)) {
+            Ok(scenario) => scenario,
+            Err(found) => {
+                add_new(&mut errors, found);
+                continue;
+            }
+        };
         variants.push(Variant {
             name,
             paper: BTreeMap::new(),
@@ -472,7 +525,11 @@ fn parse_variant(
             scenario,
         });
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 fn parse_sweep(path: &Path, context: &str, value: toml::Value) -> Result<Sweep, ScenarioError> {
@@ -600,11 +657,73 @@ fn same_tag(base: &toml::Table, over: &toml::Table) -> bool {
     })
 }
 
-/// Deserialises a merged document and validates it.
-fn resolve(path: &Path, context: &str, value: toml::Value) -> Result<Scenario, ScenarioError> {
-    let raw = deserialize::<RawScenario>(value, |field, message| {
-        field_error(path, context, field, message)
-    })?;
-    raw.validate()
-        .map_err(|(field, message)| field_error(path, context, &field, &message))
+/// The most errors one document reports (past it, the first ones are
+/// enough to go on).
+const MAX_ERRORS: usize = 20;
+
+/// Deserialises a merged document and validates it, reporting every
+/// error it can tell apart: a field the reader refuses is taken out and
+/// the rest read again, so that the next one shows too; the checks that
+/// span fields run when the fields taken out were all unknown (taking
+/// those out changes no value, so whatever else they find is real).
+fn resolve(
+    path: &Path,
+    context: &str,
+    mut value: toml::Value,
+) -> Result<Scenario, Vec<ScenarioError>> {
+    let mut errors = Vec::new();
+    let mut removed_only_unknown = true;
+    let mut removed: Vec<String> = Vec::new();
+    let raw = loop {
+        let mut field = String::new();
+        let mut message = String::new();
+        match deserialize::<RawScenario>(value.clone(), |f, m| {
+            field = f.to_string();
+            message = m.to_string();
+            field_error(path, context, f, m)
+        }) {
+            Ok(raw) => break Some(raw),
+            Err(error) => {
+                // A field missing because it was taken out is no news.
+                let consequence = message.starts_with("missing field")
+                    && removed
+                        .iter()
+                        .any(|gone| parent(gone) == field.trim_start_matches('.'));
+                if !consequence {
+                    errors.push(error);
+                }
+                let unknown = message.starts_with("unknown field")
+                    && message.contains(&format!("`{}`", last_key(&field)));
+                removed_only_unknown &= unknown;
+                if consequence
+                    || message.starts_with("missing field")
+                    || errors.len() >= MAX_ERRORS
+                    || removed.contains(&field)
+                    || !remove(&mut value, &field)
+                {
+                    break None;
+                }
+                removed.push(field);
+            }
+        }
+    };
+    if let Some(raw) = raw
+        && removed_only_unknown
+    {
+        match raw.validate() {
+            Ok(scenario) if errors.is_empty() => return Ok(scenario),
+            Ok(_) => {}
+            Err((field, message)) => errors.push(field_error(path, context, &field, &message)),
+        }
+    }
+    Err(errors)
+}
+
+/// Adds the errors of `found` that do not repeat one of `errors`.
+fn add_new(errors: &mut Vec<ScenarioError>, found: Vec<ScenarioError>) {
+    for error in found {
+        if !errors.iter().any(|known| known.repeats(&error)) {
+            errors.push(error);
+        }
+    }
 }

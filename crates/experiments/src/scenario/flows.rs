@@ -224,20 +224,26 @@ impl RawScenario {
             }
             client.push(cc::Input::UtilityHandle);
         }
-        self.check_requires(&flow.client_controller, &field("controller"), &client)
-            .map_err(|(field, why)| {
-                (
-                    field,
-                    format!("{why}; give the flow middle = true to have it served"),
-                )
-            })?;
+        let both = (&client[..], &server[..]);
+        self.check_requires(
+            &flow.client_controller,
+            &field("controller"),
+            Side::Client,
+            both,
+        )
+        .map_err(|(field, why)| {
+            (
+                field,
+                format!("{why}; give the flow middle = true to have it served"),
+            )
+        })?;
         let server_field =
             if traits.data_sender == Side::Server && self.flows[raw_index].controller.is_some() {
                 field("controller")
             } else {
                 "server.controller".to_string()
             };
-        self.check_requires(&flow.server_controller, &server_field, &server)
+        self.check_requires(&flow.server_controller, &server_field, Side::Server, both)
     }
 
     /// Flow `index` of the expanded `[[flows]]`, from entry `raw_index`;

@@ -12,7 +12,7 @@ use crate::figure::Plot;
 use crate::outcome::{Phase, Window, slug};
 use crate::peers::{PeerTransfer, Stack};
 use crate::systems::{Facts, Problem, Topology};
-use crate::workloads::{TcpTransfer, Traits};
+use crate::workloads::{Side, TcpTransfer, Traits};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -398,8 +398,9 @@ impl RawScenario {
         let served = self.middle.system().serves();
         if traits.quic {
             let inputs = self.inputs(&self.workload, served);
-            self.check_requires(&client_controller, "client.controller", &inputs.0)?;
-            self.check_requires(&server_controller, "server.controller", &inputs.1)?;
+            let both = (&inputs.0[..], &inputs.1[..]);
+            self.check_requires(&client_controller, "client.controller", Side::Client, both)?;
+            self.check_requires(&server_controller, "server.controller", Side::Server, both)?;
         }
         let client_loss_detection = loss_detection(&self.client, "client", &client_controller)?;
         let server_loss_detection = loss_detection(&self.server, "server", &server_controller)?;

@@ -111,11 +111,9 @@ pub fn table(results: &[CheckResult]) -> String {
     let mut md = String::from("| claim | measured | bound | result |\n|---|---|---|---|\n");
     for result in results {
         let check = &result.check;
-        let value = match result.value {
-            Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
-            Some(v) if check.minus.is_some() => format!("{v:+.3} ({})", check.metric),
-            Some(v) => format!("{v:.3} ({})", check.metric),
-            None => "no value".into(),
+        let value = match (result.value, check.crossing) {
+            (Some(v), Some(level)) => crossing(v, check, level),
+            (value, _) => value_of(value, check),
         };
         let verdict = match (result.passed, result.not_run, &check.gap) {
             (true, ..) => "✓ holds".to_string(),
@@ -132,4 +130,58 @@ pub fn table(results: &[CheckResult]) -> String {
         .expect("writing to a String");
     }
     md
+}
+
+/// A measured value as the table shows it, with the metric it is of.
+fn value_of(value: Option<f64>, check: &Check) -> String {
+    match value {
+        Some(v) if check.ratio_to.is_some() => format!("{v:.2}× ({})", check.metric),
+        Some(v) if check.minus.is_some() => format!("{v:+.3} ({})", check.metric),
+        Some(v) => format!("{v:.3} ({})", check.metric),
+        None => "no value".into(),
+    }
+}
+
+/// A crossing check's value: a swept value (a buffer size, a rate), or
+/// the ratio of two, not a value of the metric.
+fn crossing(value: f64, check: &Check, level: f64) -> String {
+    let metric = &check.metric;
+    if check.ratio_to.is_some() {
+        format!("{value:.2}× (of the swept values where {metric} first reaches {level})")
+    } else {
+        format!("{value} (the swept value where {metric} first reaches {level})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(check: &str, value: f64) -> CheckResult {
+        CheckResult {
+            check: toml::from_str(check).unwrap(),
+            value: Some(value),
+            passed: true,
+            not_run: false,
+        }
+    }
+
+    #[test]
+    fn a_crossing_is_shown_as_the_swept_value_not_as_the_metric() {
+        let base = "claim = \"c\"\nmetric = \"throughput_mbps\"\nvariant = \"P\"\n\
+                    crossing = 45.0\nat_most = 4500.0\n";
+        let md = table(&[result(base, 3000.0)]);
+        assert!(
+            md.contains("| 3000 (the swept value where throughput_mbps first reaches 45) |"),
+            "{md}"
+        );
+        let ratio = base.replace("at_most = 4500.0", "ratio_to = \"L\"\nat_least = 10.0");
+        let md = table(&[result(&ratio, 125.0)]);
+        assert!(
+            md.contains("| 125.00× (of the swept values where throughput_mbps"),
+            "{md}"
+        );
+        let plain = "claim = \"c\"\nmetric = \"goodput_mbps\"\nvariant = \"P\"\nat_least = 1.0\n";
+        assert!(table(&[result(plain, 2.0)]).contains("| 2.000 (goodput_mbps) |"));
+    }
 }

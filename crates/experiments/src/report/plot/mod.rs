@@ -17,9 +17,10 @@ pub use compare::{
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
-use style::{Unit, colour, dashed, legend, legend_width, series_label, tick};
+use style::{Unit, colour, dashed, headroom, legend, legend_width, series_label, tick, wrap};
 
 /// Registers the embedded font as plotters' "sans-serif", once.
 fn register_font() {
@@ -55,7 +56,16 @@ pub(crate) fn draw(path: &Path, figure: &Plot, title: &str, results: &RunResults
 fn size(figure: &Plot, results: &RunResults) -> (u32, u32) {
     let variants = results.summary.variants.len() as u32;
     match figure {
-        Plot::Bars { .. } => ((185 * variants).clamp(640, 1850), 480),
+        Plot::Bars { .. } => {
+            let width = (185 * variants).clamp(640, 1850);
+            let names: Vec<&str> = results
+                .summary
+                .variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect();
+            (width, 424 + bar_labels(&names, width).1)
+        }
         Plot::Series { .. } => {
             let panels = series_lines(figure, results).len().max(1) as u32;
             let cols = panels.min(3);
@@ -161,13 +171,14 @@ where
             let spread = v.metrics.get(metric).map(|s| s.p75);
             spread.into_iter().chain(v.paper.get(metric).copied())
         })
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE)
-        * 1.15;
+        .fold(0.0_f64, f64::max);
+    // Room above the whiskers for the paper's diamonds.
+    let top = headroom(top) * 1.15 / 1.1;
+    let (labels, label_area) = bar_labels(&names, root.dim_in_pixel().0);
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
-        .x_label_area_size(40)
+        .x_label_area_size(label_area)
         .y_label_area_size(60)
         .build_cartesian_2d(segments(names.len()), 0.0..top)?;
     chart
@@ -176,12 +187,33 @@ where
         .y_desc(metric_label(metric))
         .y_label_formatter(&tick)
         .x_labels(names.len())
-        .x_label_formatter(&|value| match value {
-            SegmentValue::CenterOf(i) => names.get(*i).copied().unwrap_or("").to_string(),
-            _ => String::new(),
-        })
+        .x_label_formatter(&|_| String::new())
         .label_style(("sans-serif", 13))
         .draw()?;
+    for (i, name) in names.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
+        let font = ("sans-serif", 13).into_font().color(&BLACK);
+        match &labels {
+            Some(labels) => {
+                for (row, text) in labels[i].iter().enumerate() {
+                    let style = font.pos(Pos::new(HPos::Center, VPos::Top));
+                    root.draw(&Text::new(
+                        text.clone(),
+                        (x, y + 7 + 15 * row as i32),
+                        style,
+                    ))?;
+                }
+            }
+            None => {
+                // Too many bars for their names across: each turned a
+                // quarter, starting under its bar.
+                let style = font
+                    .transform(FontTransform::Rotate270)
+                    .pos(Pos::new(HPos::Right, VPos::Center));
+                root.draw(&Text::new(name.to_string(), (x, y + 7), style))?;
+            }
+        }
+    }
     let fill = colour(0).mix(0.8).filled();
     for (i, variant) in variants.iter().enumerate() {
         let Some(spread) = variant.metrics.get(metric) else {
@@ -206,12 +238,44 @@ where
             chart.draw_series(std::iter::once(marker))?;
         }
     }
+    let with_paper = variants.iter().any(|v| v.paper.contains_key(metric));
     root.draw(&Text::new(
-        "bars: median · whiskers: p25–p75 · ◆ paper",
+        bars_note(with_paper),
         (14, root.dim_in_pixel().1 as i32 - 16),
         ("sans-serif", 12),
     ))?;
     Ok(())
+}
+
+/// How a bar figure `width` pixels wide names its bars, and the height of
+/// the area under the bars: each name wrapped to its bar's width (about 7
+/// pixels a character) in at most three lines, or, where a name does not
+/// fit so (many narrow bars), `None`: each name turned a quarter, along
+/// its bar.
+fn bar_labels(names: &[&str], width: u32) -> (Option<Vec<Vec<String>>>, u32) {
+    let per_bar = width.saturating_sub(100) as usize / names.len().max(1);
+    let chars = (per_bar / 7).max(1);
+    let wrapped: Vec<Vec<String>> = names.iter().map(|name| wrap(name, chars)).collect();
+    let fits = wrapped
+        .iter()
+        .all(|lines| lines.len() <= 3 && lines.iter().all(|l| l.chars().count() <= chars));
+    if fits {
+        let rows = wrapped.iter().map(Vec::len).max().unwrap_or(1) as u32;
+        (Some(wrapped), 16 * rows + 16)
+    } else {
+        let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as u32;
+        (None, (longest * 7).min(320) + 20)
+    }
+}
+
+/// What a bar figure's marks mean; the paper's diamond only where some
+/// bar has one.
+fn bars_note(with_paper: bool) -> &'static str {
+    if with_paper {
+        "bars: median · whiskers: p25–p75 · ◆ paper"
+    } else {
+        "bars: median · whiskers: p25–p75"
+    }
 }
 
 /// One segment per variant. (A segmented `0..n` has `n + 1` segments.)
@@ -466,7 +530,32 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::cdf_points;
+    use super::{bar_labels, bars_note, cdf_points};
+
+    #[test]
+    fn bar_names_wrap_where_they_fit_and_turn_where_they_do_not() {
+        let names = ["QUIC e2e, 0% loss", "QUIC e2e, 1% loss, ACK every packet"];
+        let (labels, area) = bar_labels(&names, 640);
+        let labels = labels.expect("two bars have room");
+        assert!(labels.iter().all(|lines| lines.len() <= 3));
+        assert_eq!(
+            area,
+            16 * labels.iter().map(Vec::len).max().unwrap() as u32 + 16
+        );
+        let many = ["CUBIC + LEDBAT-100, rate = 20Mbit/s"; 40];
+        let (labels, area) = bar_labels(&many, 1850);
+        assert!(
+            labels.is_none(),
+            "44 pixels a bar: upright names would overlap"
+        );
+        assert_eq!(area, 35 * 7 + 20);
+    }
+
+    #[test]
+    fn the_paper_diamond_is_explained_only_where_one_is_drawn() {
+        assert!(bars_note(true).contains("◆ paper"));
+        assert!(!bars_note(false).contains("paper"));
+    }
 
     #[test]
     fn a_cdf_is_a_staircase_through_every_sample() {

@@ -2,7 +2,7 @@
 //! (a line per swept variant), and the distribution of a metric over a
 //! swept variant's points.
 
-use super::style::{colour, legend, tick};
+use super::style::{colour, headroom, hollow, legend_with, log_tick, marker_shape, padded, tick};
 use super::{DrawResult, line, with_legend};
 use crate::run::RunResults;
 use crate::summary::metric_label;
@@ -77,12 +77,13 @@ where
     } else {
         (0.0, 1.0)
     };
-    let pad = ((right - left) * 0.03).max(1e-9);
-    let top = groups
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|v| v.3))
-        .fold(1e-9_f64, f64::max)
-        * 1.1;
+    let (low, high) = padded(left, right);
+    let top = headroom(
+        groups
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|v| v.3))
+            .fold(0.0_f64, f64::max),
+    );
     let names: Vec<&str> = groups.iter().map(|(name, _)| name.as_str()).collect();
     let (area, legend_area) = with_legend(root, &names);
     let mut chart = ChartBuilder::on(&area)
@@ -90,9 +91,15 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d((left - pad)..(right + pad), 0.0..top)?;
-    let log_tick = |x: &f64| tick(&10f64.powf(*x));
+        .build_cartesian_2d(low..high, 0.0..top)?;
     let x_format: &dyn Fn(&f64) -> String = if axis.log { &log_tick } else { &tick };
+    // On a log axis, about one label a decade, so that they fall on
+    // powers of ten.
+    let x_labels = if axis.log {
+        ((high.ceil() - low.floor()) as usize + 1).clamp(2, 10)
+    } else {
+        10
+    };
     let x_desc = match (axis.label, axis.log) {
         (Some(label), _) => label.to_string(),
         (None, true) => format!("{field} (log scale)"),
@@ -103,6 +110,7 @@ where
         .x_desc(x_desc)
         .y_desc(metric_label(metric))
         .x_label_formatter(x_format)
+        .x_labels(x_labels)
         .y_label_formatter(&tick)
         .label_style(("sans-serif", 13))
         .draw()?;
@@ -120,10 +128,25 @@ where
             }),
         )?;
         let medians: Vec<(f64, f64)> = points.iter().map(|&(x, _, m, _)| (x, m)).collect();
-        line(&mut chart, index, medians)?;
+        line(&mut chart, index, medians.clone())?;
+        // Each series' marker on its medians: lines that coincide still
+        // show both.
+        let shape = marker_shape(index);
+        if !hollow(index) {
+            chart.draw_series(medians.into_iter().map(|point| {
+                EmptyElement::at(point) + Polygon::new(shape.clone(), colour(index).filled())
+            }))?;
+        } else {
+            let mut closed = shape.clone();
+            closed.push(shape[0]);
+            chart.draw_series(medians.into_iter().map(|point| {
+                EmptyElement::at(point)
+                    + PathElement::new(closed.clone(), colour(index).stroke_width(2))
+            }))?;
+        }
     }
     if let Some(legend_area) = legend_area {
-        legend(&legend_area, &names)?;
+        legend_with(&legend_area, &names, true)?;
     }
     Ok(())
 }
