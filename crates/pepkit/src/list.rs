@@ -79,19 +79,25 @@ fn describe(dir: &Path) -> Result<String, String> {
         lines.push_str(&scenario_line(&stem, &file));
     }
     Ok(format!(
-        " ({} scenarios, {claims} claims)\n{lines}",
-        files.len()
+        " ({}, {})\n{lines}",
+        counted(files.len(), "scenario"),
+        counted(claims, "claim")
     ))
+}
+
+/// `n` and `noun`, plural unless `n` is 1.
+fn counted(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
 }
 
 /// One scenario's lines: its name, claims and title, then what it
 /// reproduces (its source, or its figure).
 fn scenario_line(stem: &str, file: &ScenarioFile) -> String {
     let base = &file.base;
-    let claims = match file.checks.len() {
-        1 => "1 claim".to_string(),
-        n => format!("{n} claims"),
-    };
+    let claims = counted(file.checks.len(), "claim");
     let mut text = format!("  {stem} ({claims}): {}\n", base.title);
     match (&base.source, &base.figure) {
         (Some(source), _) => text += &format!("      reproduces {source}\n"),
