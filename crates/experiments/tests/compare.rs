@@ -34,9 +34,17 @@ const CLEAN: &str = "rate=100Mbit/s,delay=5ms";
 #[test]
 fn an_approach_that_does_not_apply_is_a_row_saying_why() {
     let plan = Plan::new(&spec(&[LOSSY, CLEAN], "download", None), Mode::Simulator).unwrap();
-    match status(&plan, "QUIC + Sidekick") {
-        Status::NotApplicable(why) => assert!(why.contains("data sender"), "{why}"),
-        Status::Runs => panic!("the sidekick does not serve downloads yet"),
+    // The sidekick serves both directions (a download through its relay).
+    assert_eq!(status(&plan, "QUIC + Sidekick"), &Status::Runs);
+    let upload = Plan::new(&spec(&[LOSSY, CLEAN], "upload", None), Mode::Simulator).unwrap();
+    assert_eq!(status(&upload, "QUIC + Sidekick"), &Status::Runs);
+    // The split proxy relays QUIC streams; media is plain UDP.
+    let mut media = spec(&[LOSSY, CLEAN], "download", None);
+    media.workload = Some(compare::workload("media", "download", "200kB", Some("5s")).unwrap());
+    let media = Plan::new(&media, Mode::Simulator).unwrap();
+    match status(&media, "split QUIC") {
+        Status::NotApplicable(why) => assert!(why.contains("plain UDP"), "{why}"),
+        Status::Runs => panic!("the split proxy does not relay media"),
     }
     match status(&plan, "TCP + PEP") {
         Status::NotApplicable(why) => assert!(why.contains("real mode"), "{why}"),

@@ -4084,7 +4084,7 @@ impl Connection {
 
         let packet: Packet = packet.into();
 
-        let mut qlog = QlogRecvPacket::new(len);
+        let mut qlog = QlogRecvPacket::new(len, self.qlog.is_enabled());
         qlog.header(&packet.header, Some(packet_number), path_id);
 
         self.process_decrypted_packet(
@@ -4350,7 +4350,7 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         partial_decode: PartialDecode,
     ) {
-        let qlog = QlogRecvPacket::new(partial_decode.len());
+        let qlog = QlogRecvPacket::new(partial_decode.len(), self.qlog.is_enabled());
         if let Some(decoded) = self
             .crypto_state
             .unprotect_header(partial_decode, self.peer_params.stateless_reset_token)

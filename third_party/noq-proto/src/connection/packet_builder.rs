@@ -54,7 +54,7 @@ impl<'a, 'b> PacketBuilder<'a, 'b> {
     where
         'b: 'a,
     {
-        let mut qlog = QlogSentPacket::default();
+        let mut qlog = QlogSentPacket::new(conn.qlog.is_enabled());
 
         let version = conn.version;
         // Initiate key update if we're approaching the confidentiality limit

@@ -137,6 +137,15 @@ pub(crate) struct QlogSink {
 }
 
 impl QlogSink {
+    /// Whether a qlog stream is open: the per-packet records are built only
+    /// then (pepkit: they cost every packet's frames otherwise).
+    pub(crate) fn is_enabled(&self) -> bool {
+        #[cfg(feature = "qlog")]
+        return self.stream.is_some();
+        #[cfg(not(feature = "qlog"))]
+        return false;
+    }
+
     #[cfg(feature = "qlog")]
     pub(crate) fn new(
         config: QlogConfig,
@@ -427,9 +436,24 @@ enum TimerOp {
 pub(crate) struct QlogSentPacket {
     #[cfg(feature = "qlog")]
     inner: PacketSent,
+    /// Whether the connection's qlog stream is open (pepkit).
+    #[cfg(feature = "qlog")]
+    on: bool,
 }
 
 impl QlogSentPacket {
+    /// A record that is built only when `on`: the connection's qlog stream
+    /// is open (pepkit).
+    pub(crate) fn new(on: bool) -> Self {
+        #[cfg(not(feature = "qlog"))]
+        let _ = on;
+        Self {
+            #[cfg(feature = "qlog")]
+            on,
+            ..Self::default()
+        }
+    }
+
     /// Sets data from the packet header.
     pub(crate) fn header(
         &mut self,
@@ -439,7 +463,7 @@ impl QlogSentPacket {
         path_id: PathId,
     ) {
         #[cfg(feature = "qlog")]
-        {
+        if self.on {
             self.inner.header.scid = header.src_cid().map(stringify_cid);
             self.inner.header.dcid = Some(stringify_cid(header.dst_cid()));
             self.inner.header.packet_number = pn;
@@ -453,13 +477,15 @@ impl QlogSentPacket {
     /// This is a no-op if the `qlog` feature is not enabled.
     pub(crate) fn frame_padding(&mut self, count: usize) {
         #[cfg(feature = "qlog")]
-        self.frame_raw(QuicFrame::Padding {
+        if self.on {
+            self.frame_raw(QuicFrame::Padding {
             raw: Some(Box::new(RawInfo {
                 length: Some(count as u64),
                 payload_length: Some(count as u64),
                 data: None,
             })),
-        });
+            });
+        }
     }
 
     /// Adds a frame by pushing a [`QuicFrame`].
@@ -482,7 +508,9 @@ impl QlogSentPacket {
 
     pub(crate) fn record<'a>(&mut self, frame: &EncodableFrame<'a>) {
         #[cfg(feature = "qlog")]
-        self.frame_raw(frame.to_qlog());
+        if self.on {
+            self.frame_raw(frame.to_qlog());
+        }
     }
 }
 
@@ -492,21 +520,30 @@ pub(crate) struct QlogRecvPacket {
     inner: PacketReceived,
     #[cfg(feature = "qlog")]
     padding: usize,
+    /// Whether the connection's qlog stream is open (pepkit).
+    #[cfg(feature = "qlog")]
+    on: bool,
 }
 
 impl QlogRecvPacket {
     /// Creates a new [`QlogRecvPacket`]. Noop if `qlog` feature is not enabled.
     ///
     /// `len` is the packet's full length (before decryption).
-    pub(crate) fn new(len: usize) -> Self {
+    /// The record is built only when `on`: the connection's qlog stream is
+    /// open (pepkit).
+    pub(crate) fn new(len: usize, on: bool) -> Self {
         #[cfg(not(feature = "qlog"))]
-        let this = Self {};
+        let this = {
+            let _ = (len, on);
+            Self {}
+        };
 
         #[cfg(feature = "qlog")]
         let this = {
             let mut this = Self {
                 inner: Default::default(),
                 padding: 0,
+                on,
             };
             this.inner.header.length = Some(len as u16);
             this
@@ -518,7 +555,7 @@ impl QlogRecvPacket {
     /// Adds info from the packet header.
     pub(crate) fn header(&mut self, header: &Header, pn: Option<u64>, path_id: PathId) {
         #[cfg(feature = "qlog")]
-        {
+        if self.on {
             let is_0rtt = !header.is_1rtt();
             self.inner.header.scid = header.src_cid().map(stringify_cid);
             self.inner.header.dcid = Some(stringify_cid(header.dst_cid()));
@@ -531,7 +568,7 @@ impl QlogRecvPacket {
     /// Adds a frame.
     pub(crate) fn frame(&mut self, frame: &Frame) {
         #[cfg(feature = "qlog")]
-        {
+        if self.on {
             if matches!(frame, Frame::Padding) {
                 self.padding += 1;
             } else {
