@@ -76,6 +76,7 @@ mod engine;
 mod flowlet;
 mod inference;
 mod matching;
+mod order;
 mod protect;
 mod rtt;
 mod selfcheck;
