@@ -31,22 +31,6 @@ pub struct PemiConfig {
     pub alpha: u32,
     /// β, in hundredths: Δmargin = β · F_timeout (§4.2.2; 0.5 → 50).
     pub beta_percent: u32,
-    /// k: Δmargin is at least k · RTTVAR, the measured variation of the
-    /// RTT to the receiver, so that the windows follow a path whose delay
-    /// moves (beyond the paper; 0: β · F_timeout alone, the default; 4 would
-    /// be RFC 6298's RTO rule).
-    pub rttvar_margin: u32,
-    /// Project each reply to the packet it answers by the replies' order,
-    /// anchored at the last matched pair, rather than by t_reply − RTT
-    /// (beyond the paper; off by default).
-    pub reply_order: bool,
-    /// A reply projected past an earlier flowlet that has fewer replies
-    /// than its packets elicit goes to that flowlet (beyond the paper,
-    /// off by default).
-    pub fill_in_order: bool,
-    /// A flowlet of n packets with ⌈n / threshold⌉ replies or more has
-    /// lost nothing (beyond the paper: case 2 for a thinning receiver).
-    pub thinning_count: bool,
     /// Packets within this of each other may be acknowledged by one reply
     /// and are never inferred lost one by one (§4.3.1; 0.1 ms).
     pub close_interval: Duration,
@@ -122,10 +106,6 @@ impl Default for PemiConfig {
         PemiConfig {
             alpha: 2,
             beta_percent: 50,
-            rttvar_margin: 0,
-            reply_order: false,
-            fill_in_order: false,
-            thinning_count: false,
             close_interval: Duration::from_micros(100),
             max_flowlet: 100,
             retransmit_cap_percent: 10,
@@ -155,15 +135,8 @@ impl Default for PemiConfig {
 }
 
 impl PemiConfig {
-    /// The paper's Δmargin for a flowlet timeout: β · F_timeout.
+    /// Δmargin for a flowlet timeout.
     pub(crate) fn margin(&self, flowlet_timeout: Duration) -> Duration {
         flowlet_timeout * self.beta_percent / 100
-    }
-
-    /// Δmargin for a flowlet timeout and the RTT's mean deviation: the
-    /// larger of β · F_timeout and k · RTTVAR.
-    pub(crate) fn window_margin(&self, flowlet_timeout: Duration, rttvar: Duration) -> Duration {
-        self.margin(flowlet_timeout)
-            .max(rttvar * self.rttvar_margin)
     }
 }

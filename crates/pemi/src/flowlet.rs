@@ -50,14 +50,6 @@ pub(crate) struct Flowlet {
     pub(crate) abandoned: bool,
     /// Bytes of `sent` buffered.
     pub(crate) buffered: usize,
-    /// Its first packet's place among the connection's protected packets
-    /// (PEMI's copies included), for the reply order (`order.rs`).
-    pub(crate) index: u64,
-    /// The place of its first assigned reply among the connection's
-    /// replies.
-    pub(crate) reply_index: Option<u64>,
-    /// The RTT its latest reply's place in the reply order implies.
-    pub(crate) rtt: Option<Duration>,
 }
 
 /// Lists of packets and of reply times retained beyond this many are
@@ -118,9 +110,6 @@ impl Flowlet {
             count: 1,
             abandoned: false,
             buffered,
-            index: 0,
-            reply_index: None,
-            rtt: None,
         }
     }
 
@@ -141,16 +130,6 @@ impl Flowlet {
         self.buffered += added;
         self.sent.push(packet);
         added as isize
-    }
-
-    /// When its packet at `index` (a connection-wide place) was sent: its
-    /// first or last packet's time outside it or once abandoned.
-    pub(crate) fn sent_at(&self, index: u64) -> Time {
-        if index < self.index {
-            return self.first;
-        }
-        let offset = (index - self.index) as usize;
-        self.sent.get(offset).map_or(self.last, |s| s.at)
     }
 
     /// The distance from `t` to the flowlet's span (0 inside it).

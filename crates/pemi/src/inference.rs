@@ -39,8 +39,6 @@ pub(crate) struct Context {
     /// Whether the receiver sent something when the flowlet's trailing
     /// packets would have been acknowledged by its timer.
     pub(crate) tail_replied: bool,
-    /// `PemiConfig::thinning_count`.
-    pub(crate) thinning_count: bool,
 }
 
 /// The inference on one flowlet.
@@ -63,8 +61,6 @@ pub(crate) struct Verdict {
     /// without (the evidence of `selfcheck.rs`).
     pub(crate) copies_answered: u32,
     pub(crate) copies_unanswered: u32,
-    /// The last matched pair: (packet, reply) indices.
-    pub(crate) last_pair: Option<(usize, usize)>,
 }
 
 /// Reusable lists for [`infer_into`]: once they have grown, inferring a
@@ -118,7 +114,6 @@ pub(crate) fn infer_into(
     verdict.unmatched = false;
     verdict.copies_answered = 0;
     verdict.copies_unanswered = 0;
-    verdict.last_pair = None;
     let estimate = Estimate {
         srtt: context.srtt,
         ratio_percent: context.width_ratio_percent,
@@ -147,7 +142,6 @@ pub(crate) fn infer_into(
         Matching::OneToOne => {
             verdict.matched = n;
             verdict.copies_answered = count(copies);
-            verdict.last_pair = n.checked_sub(1).map(|i| (i, i));
             verdict.samples.extend(
                 sent.iter()
                     .zip(replies)
@@ -162,34 +156,12 @@ pub(crate) fn infer_into(
         }
         Matching::Partial { .. } => {}
     }
-    // A receiver that answers every `threshold`-th packet sends
-    // ⌈n / threshold⌉ replies for n packets: as many as that, nothing is
-    // lost (case 2 for a thinning receiver).
-    let originals = n - count(copies) as usize;
-    if context.thinning_count
-        && context.threshold > 1
-        && replies.len() * context.threshold >= originals
-    {
-        let reply_of = matching.reply_of();
-        for (i, reply) in reply_of.iter().enumerate() {
-            if let Some(j) = *reply {
-                verdict.matched += 1;
-                verdict.last_pair = Some((i, usize::from(j)));
-                verdict.samples.push(replies[usize::from(j)] - sent[i]);
-                if copies[i] {
-                    verdict.copies_answered += 1;
-                }
-            }
-        }
-        return;
-    }
     let reply_of = matching.reply_of();
     replied.clear();
     replied.extend(reply_of.iter().map(Option::is_some));
     for (i, reply) in reply_of.iter().enumerate() {
         if let Some(j) = *reply {
             verdict.matched += 1;
-            verdict.last_pair = Some((i, usize::from(j)));
             verdict.samples.push(replies[usize::from(j)] - sent[i]);
         }
         if copies[i] {
@@ -300,7 +272,6 @@ mod tests {
             close_interval: Duration::from_micros(100),
             width_ratio_percent: 80,
             tail_replied: false,
-            thinning_count: false,
         }
     }
 

@@ -76,7 +76,6 @@ mod engine;
 mod flowlet;
 mod inference;
 mod matching;
-mod order;
 mod protect;
 mod rtt;
 mod selfcheck;

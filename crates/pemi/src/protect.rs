@@ -18,7 +18,6 @@ use crate::config::PemiConfig;
 use crate::copa::{Copa, Enforcer, Level};
 use crate::flowlet::{Flowlet, Interval, Pool, Sent};
 use crate::inference::{Buffers, Context, Verdict, infer_into};
-use crate::order::ReplyOrder;
 use crate::rtt::RttEstimate;
 use crate::selfcheck::{Change, SelfCheck};
 use crate::spin::Spin;
@@ -185,8 +184,6 @@ pub(crate) struct Protection {
     held: Option<Held>,
     /// Its own estimate of its precision (never do harm).
     check: SelfCheck,
-    /// Which packet each reply answers, by the replies' order.
-    order: ReplyOrder,
 }
 
 impl Protection {
@@ -213,7 +210,6 @@ impl Protection {
             next_probe: None,
             active_until: Time::ZERO,
             check: SelfCheck::default(),
-            order: ReplyOrder::default(),
         })
     }
 
@@ -234,11 +230,6 @@ impl Protection {
 
     fn timeout(&self, config: &PemiConfig, path: &Path<'_>) -> Duration {
         self.interval.timeout(config.alpha, path.srtt())
-    }
-
-    /// Δmargin: β · F_timeout, or k · RTTVAR where the RTT varies more.
-    fn margin(&self, config: &PemiConfig, path: &Path<'_>) -> Duration {
-        config.window_margin(self.timeout(config, path), path.rtt.rttvar())
     }
 
     /// Counts `bytes` newly buffered.
@@ -312,7 +303,6 @@ impl Protection {
     /// Adds a packet to the last flowlet or starts one.
     fn record(&mut self, env: &mut Env<'_>, path: &Path<'_>, packet: Sent) {
         let timeout = self.timeout(env.config, path);
-        let index = self.order.on_packet();
         let max = env.config.max_flowlet;
         let joins = self
             .flowlets
@@ -330,8 +320,7 @@ impl Protection {
             return;
         }
         env.stats.flowlets += 1;
-        let mut flowlet = Flowlet::new(packet, &mut env.work.pool);
-        flowlet.index = index;
+        let flowlet = Flowlet::new(packet, &mut env.work.pool);
         self.buffer(env, flowlet.buffered);
         self.flowlets.push_back(flowlet);
         if self.flowlets.len() > env.config.max_flowlets
@@ -355,35 +344,19 @@ impl Protection {
             self.recent.pop_front();
         }
         self.recent.push_back(now);
-        let (place, answers) = self.order.on_reply(now);
-        let answers = answers.filter(|_| env.config.reply_order);
-        self.assign(env, path, place, answers);
+        self.assign(env, path);
         self.forward_reply(env, path, datagram);
     }
 
     /// §4.2.2: the flowlet nearest to t_reply − RTT, within the exclusion
-    /// window; or, once the reply order is anchored, the flowlet of the
-    /// packet it `answers` (excluded if that flowlet is finished).
-    fn assign(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, place: u64, answers: Option<u64>) {
+    /// window.
+    fn assign(&mut self, env: &mut Env<'_>, path: &mut Path<'_>) {
         let (Some(front), Some(back)) = (self.flowlets.front(), self.flowlets.back()) else {
             return;
         };
         let now = env.now;
-        if let Some(packet) = answers {
-            // One reply's slack: the projection is good to about a reply.
-            if packet + 2 < front.index {
-                env.stats.replies_excluded += 1;
-                return;
-            }
-            let nearest = self
-                .flowlets
-                .iter()
-                .position(|f| packet < f.index + f.count as u64)
-                .unwrap_or(self.flowlets.len() - 1);
-            return self.take_reply(env, path, nearest, place, Some(packet));
-        }
         let rtt = path.srtt();
-        let margin = self.margin(env.config, path);
+        let margin = env.config.margin(self.timeout(env.config, path));
         let start = front.first + rtt - margin;
         let end = back.last + rtt + margin;
         if now < start || now > end {
@@ -400,40 +373,8 @@ impl Protection {
                 nearest = k;
             }
         }
-        if env.config.fill_in_order {
-            // Replies come in the order of the packets they answer: one
-            // that lands past an earlier flowlet still short of the
-            // replies its packets elicit (a clump of replies the reverse
-            // path released at once) goes to that flowlet, if it could
-            // have come back by now.
-            let threshold = self.threshold(env.config);
-            let floor = path.rtt.min().unwrap_or(rtt);
-            if let Some(short) = self.flowlets.iter().take(nearest).position(|f| {
-                f.replies.len() < (f.count / threshold).max(1) && now >= f.last + floor
-            }) {
-                nearest = short;
-            }
-        }
-        self.take_reply(env, path, nearest, place, None);
-    }
-
-    /// Assigns the reply at `place` to flowlet `nearest` (the packet it
-    /// answers, if the order says) and finishes the earlier ones.
-    fn take_reply(
-        &mut self,
-        env: &mut Env<'_>,
-        path: &mut Path<'_>,
-        nearest: usize,
-        place: u64,
-        answers: Option<u64>,
-    ) {
-        let now = env.now;
         env.stats.replies_assigned += 1;
         let flowlet = &mut self.flowlets[nearest];
-        flowlet.reply_index.get_or_insert(place);
-        if let Some(packet) = answers {
-            flowlet.rtt = Some(now - flowlet.sent_at(packet));
-        }
         if flowlet.replies.len() <= 2 * env.config.max_flowlet {
             if flowlet.replies.capacity() == 0 {
                 flowlet.replies = env.work.pool.replies();
@@ -490,15 +431,7 @@ impl Protection {
     fn front_deadline(&self, config: &PemiConfig, path: &Path<'_>) -> Option<Time> {
         let front = self.flowlets.front()?;
         let timeout = self.timeout(config, path);
-        let margin = self.margin(config, path);
-        let mut window_end = front.last + path.srtt() + margin;
-        if config.reply_order {
-            // Replies still on their way to it: not finished by time.
-            let end = front.index + front.count as u64 - 1;
-            if let Some(reach) = self.order.reaches(end) {
-                window_end = window_end.max(reach + margin);
-            }
-        }
+        let window_end = front.last + path.srtt() + config.margin(timeout);
         Some(match self.flowlets.len() {
             1 => window_end.max(front.last + timeout),
             _ => window_end + config.tail_grace.unwrap_or_default(),
@@ -549,11 +482,8 @@ impl Protection {
         flowlet: &Flowlet,
     ) -> Option<(Time, Time)> {
         let grace = config.tail_grace?;
-        let rtt = flowlet
-            .rtt
-            .filter(|_| config.reply_order)
-            .unwrap_or(path.srtt());
-        let margin = self.margin(config, path);
+        let rtt = path.srtt();
+        let margin = config.margin(self.timeout(config, path));
         let due = flowlet.last + rtt;
         let from = due - margin;
         let from = flowlet
@@ -603,15 +533,11 @@ impl Protection {
         }
         let window = self.tail_window(env.config, path, &flowlet);
         let context = Context {
-            srtt: flowlet
-                .rtt
-                .filter(|_| env.config.reply_order)
-                .unwrap_or(path.srtt()),
+            srtt: path.srtt(),
             threshold: self.threshold(env.config),
             close_interval: env.config.close_interval,
             width_ratio_percent: env.config.width_ratio_percent,
             tail_replied: window.is_some_and(|w| self.replied_within(w)),
-            thinning_count: env.config.thinning_count,
         };
         let mut verdict = std::mem::take(&mut env.work.verdict);
         let Work {
@@ -643,7 +569,7 @@ impl Protection {
             record.flowlet(FlowletTrace {
                 finished: env.now,
                 srtt: context.srtt,
-                margin: self.margin(env.config, path),
+                margin: env.config.margin(self.timeout(env.config, path)),
                 threshold: context.threshold as u8,
                 tail_replied: context.tail_replied,
                 sent: flowlet.sent.iter().map(|s| (s.at, s.fingerprint)).collect(),
@@ -669,10 +595,6 @@ impl Protection {
         }
         for &sample in &verdict.samples {
             self.rtt_sample(env, path, sample);
-        }
-        if let (Some((i, j)), Some(first_reply)) = (verdict.last_pair, flowlet.reply_index) {
-            self.order
-                .anchor(flowlet.index + i as u64, first_reply + j as u64);
         }
         for &index in &verdict.lost {
             let packet = &mut flowlet.sent[index];
@@ -731,8 +653,8 @@ impl Protection {
         // The self-check holds copies back only where the RTT to the
         // receiver varies by more than the exclusion window tolerates (the
         // cause of most wrong inferences on such paths, docs/pemi.md).
-        let fixed = env.config.margin(self.timeout(env.config, path));
-        let queued = path.rtt.rttvar() > fixed;
+        let margin = env.config.margin(self.timeout(env.config, path));
+        let queued = path.rtt.rttvar() > margin;
         if env.config.self_check && queued && !self.check.allows() {
             env.stats.withheld_backoff += 1;
             return false;
@@ -771,7 +693,7 @@ impl Protection {
     /// from the estimate by more than Δmargin, the estimate restarts from
     /// it and the flowlets already matched with replies are dropped.
     pub(crate) fn calibrate(&mut self, env: &mut Env<'_>, path: &mut Path<'_>, sample: Duration) {
-        let margin = self.margin(env.config, path);
+        let margin = env.config.margin(self.timeout(env.config, path));
         if path.srtt().abs_diff(sample) <= margin {
             return;
         }
