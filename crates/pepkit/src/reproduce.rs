@@ -286,9 +286,12 @@ impl LeftOut {
             1 => "1 is".to_string(),
             n => format!("{n} are"),
         };
+        let claims = match self.claims.len() {
+            1 => "1 claim".to_string(),
+            n => format!("{n} claims"),
+        };
         Some(format!(
-            "{} claims left out{files}, of which {known} known to fail",
-            self.claims.len(),
+            "{claims} left out{files}, of which {known} known to fail"
         ))
     }
 
