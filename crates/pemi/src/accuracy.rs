@@ -198,12 +198,14 @@ fn true_rtt(replies: &[FateRecord], sent: Time, arrived: Time) -> Option<Duratio
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stats::Inferred;
     use netsim::DropCause;
 
-    fn fate(offered_ms: u64, fp: u64, delivered_ms: Option<u64>) -> FateRecord {
+    /// A link fate for the tests: offered at `offered_ms`, delivered at
+    /// `delivered_ms` or lost.
+    pub(crate) fn fate(offered_ms: u64, fp: u64, delivered_ms: Option<u64>) -> FateRecord {
         FateRecord {
             offered: Time::from_millis(offered_ms),
             fingerprint: fp,

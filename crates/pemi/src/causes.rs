@@ -198,22 +198,9 @@ fn classify_missed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accuracy::tests::fate;
     use crate::stats::Inferred;
-    use netsim::DropCause;
     use std::time::Duration;
-
-    fn fate(offered_ms: u64, fp: u64, delivered_ms: Option<u64>) -> FateRecord {
-        FateRecord {
-            offered: Time::from_millis(offered_ms),
-            fingerprint: fp,
-            fate: match delivered_ms {
-                Some(ms) => Fate::Deliver {
-                    at: Time::from_millis(ms),
-                },
-                None => Fate::Dropped(DropCause::Loss),
-            },
-        }
-    }
 
     #[test]
     fn each_mistake_gets_its_cause() {
