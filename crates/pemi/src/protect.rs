@@ -19,7 +19,7 @@ use crate::copa::{Copa, Enforcer, Level};
 use crate::flowlet::{Flowlet, Interval, Pool, Sent};
 use crate::inference::{Buffers, Context, Verdict, infer_into};
 use crate::rtt::RttEstimate;
-use crate::selfcheck::{Change, SelfCheck};
+use crate::selfcheck::{Balance, Change, SelfCheck};
 use crate::spin::Spin;
 use crate::stats::{FlowletTrace, Inferred, PemiStats, Record};
 use bytes::Bytes;
@@ -184,6 +184,8 @@ pub(crate) struct Protection {
     held: Option<Held>,
     /// Its own estimate of its precision (never do harm).
     check: SelfCheck,
+    /// The reply balance (`selfcheck.rs`).
+    balance: Balance,
 }
 
 impl Protection {
@@ -210,6 +212,7 @@ impl Protection {
             next_probe: None,
             active_until: Time::ZERO,
             check: SelfCheck::default(),
+            balance: Balance::default(),
         })
     }
 
@@ -339,6 +342,7 @@ impl Protection {
         self.active_until = now + path.e2e;
         self.replies += 1;
         self.ratio.on_reply();
+        self.balance.on_reply();
         env.stats.replies += 1;
         if self.recent.len() == RECENT_REPLIES {
             self.recent.pop_front();
@@ -593,6 +597,15 @@ impl Protection {
             Change::Returned => env.stats.returns += 1,
             Change::None => {}
         }
+        match self.balance.on_flowlet(
+            flowlet.sent.len() as u32,
+            verdict.lost.len() as u32,
+            context.threshold as u32,
+        ) {
+            Change::BackedOff => env.stats.backoffs += 1,
+            Change::Returned => env.stats.returns += 1,
+            Change::None => {}
+        }
         for &sample in &verdict.samples {
             self.rtt_sample(env, path, sample);
         }
@@ -650,12 +663,14 @@ impl Protection {
             env.stats.withheld_cap += 1;
             return false;
         }
-        // The self-check holds copies back only where the RTT to the
-        // receiver varies by more than the exclusion window tolerates (the
-        // cause of most wrong inferences on such paths, docs/pemi.md).
+        // The self-check (docs/pemi.md#never-do-harm): the reply balance
+        // holds copies back wherever it finds the inferences implausible;
+        // the answered-copies estimate only where the RTT to the receiver
+        // varies by more than the exclusion window tolerates (the cause of
+        // most wrong inferences on such paths).
         let margin = env.config.margin(self.timeout(env.config, path));
         let queued = path.rtt.rttvar() > margin;
-        if env.config.self_check && queued && !self.check.allows() {
+        if env.config.self_check && (self.balance.implausible() || queued && !self.check.allows()) {
             env.stats.withheld_backoff += 1;
             return false;
         }

@@ -1,7 +1,13 @@
-//! Never do harm (beyond the paper): PEMI's own running estimate of its
-//! precision, and the back-off to forwarding while it is low.
+//! Never do harm (beyond the paper): PEMI's own evidence of its
+//! mistakes, and the back-off to forwarding while it says PEMI is wrong.
 //!
-//! The evidence is PEMI's own copies. A copy of a packet that was really
+//! Two pieces of evidence, either of which holds copies back:
+//! [`Balance`], the count of inferences against the room the receiver's
+//! replies leave for losses (it needs no matching, so it holds where
+//! replies come in clumps), and [`SelfCheck`], the share of PEMI's
+//! copies that drew a reply.
+//!
+//! The second's evidence is PEMI's own copies. A copy of a packet that was really
 //! lost is news to the receiver, which answers it (at once, even when it
 //! thins its ACKs: RFC 9000 §13.2.1 acknowledges an out-of-order packet
 //! immediately); a copy of a packet that had arrived is a duplicate that
@@ -36,6 +42,83 @@ pub(crate) const MAX_UNJUDGED: u32 = 16;
 
 /// The estimate in 1/65536ths (fixed point, deterministic).
 const ONE: u32 = 1 << 16;
+
+/// Packets of finished flowlets in one window of the reply balance.
+pub(crate) const BALANCE_WINDOW: u32 = 256;
+/// The inferred losses a window of the reply balance tolerates beyond
+/// twice the packets its replies leave unaccounted for, in percent of its
+/// packets: PEMI's scope is random loss up to 5% (the paper's Figure 11),
+/// where its inferences, at a precision of about 0.5, reach 10% of the
+/// packets.
+pub(crate) const BALANCE_SLACK_PERCENT: u32 = 15;
+/// Plausible windows in a row after which copies resume.
+pub(crate) const BALANCE_SETTLED: u32 = 4;
+
+/// The reply balance: whether PEMI's inferences are as many as the
+/// receiver's replies leave room for.
+///
+/// A receiver that acknowledges every `threshold`-th packet sends about
+/// `packets / threshold` replies, fewer when packets are lost; so the
+/// packets its replies do not account for, `packets − threshold ×
+/// replies`, bound the losses there can have been (loosely where ACKs are
+/// thinned: a gap draws an immediate ACK). Both are counted without the
+/// assignment of replies to flowlets — the packets of finished flowlets,
+/// every reply received — so where replies land among the flowlets (the
+/// clumps a cellular link delivers at one instant) does not move them.
+/// A window of [`BALANCE_WINDOW`] packets whose inferred losses exceed
+/// twice the unaccounted packets plus [`BALANCE_SLACK_PERCENT`] of its
+/// packets is implausible: from then on no copy is sent, until
+/// [`BALANCE_SETTLED`] windows in a row are plausible.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Balance {
+    packets: u32,
+    replies: u32,
+    inferred: u32,
+    implausible: bool,
+    /// Plausible windows in a row while implausible.
+    settled: u32,
+}
+
+impl Balance {
+    /// A reply, wherever it is assigned.
+    pub(crate) fn on_reply(&mut self) {
+        self.replies = self.replies.saturating_add(1);
+    }
+
+    /// A finished flowlet of `packets`, `inferred` of them lost, at the
+    /// receiver's eliciting `threshold`.
+    pub(crate) fn on_flowlet(&mut self, packets: u32, inferred: u32, threshold: u32) -> Change {
+        self.packets = self.packets.saturating_add(packets);
+        self.inferred = self.inferred.saturating_add(inferred);
+        if self.packets < BALANCE_WINDOW {
+            return Change::None;
+        }
+        let accounted = u64::from(self.replies) * u64::from(threshold);
+        let unaccounted = u64::from(self.packets).saturating_sub(accounted);
+        let tolerated =
+            2 * unaccounted + u64::from(self.packets) * u64::from(BALANCE_SLACK_PERCENT) / 100;
+        let plausible = u64::from(self.inferred) <= tolerated;
+        let was = self.implausible;
+        let settled = if plausible { self.settled + 1 } else { 0 };
+        let implausible = !plausible || was && settled < BALANCE_SETTLED;
+        *self = Balance {
+            implausible,
+            settled: if implausible { settled } else { 0 },
+            ..Balance::default()
+        };
+        match (was, implausible) {
+            (false, true) => Change::BackedOff,
+            (true, false) => Change::Returned,
+            _ => Change::None,
+        }
+    }
+
+    /// Whether the last window's inferences outnumbered what its replies
+    /// leave room for.
+    pub(crate) fn implausible(&self) -> bool {
+        self.implausible
+    }
+}
 
 /// A connection's estimate of its own precision and its back-off state.
 #[derive(Clone, Copy, Debug)]
@@ -184,6 +267,52 @@ mod tests {
         }
         assert!(!check.backed_off() && check.allows());
         assert!(check.percent() >= RETURN_AT);
+    }
+
+    /// The reply balance: a window whose inferences the replies leave
+    /// room for stays plausible (5% loss with every-packet ACKs, PEMI
+    /// inferring twice the real losses); a window of inferences that
+    /// the replies account for (a receiver answering every second packet
+    /// of a flow PEMI says lost a third of) is implausible at once, and
+    /// copies resume only after four plausible windows in a row.
+    #[test]
+    fn the_reply_balance_backs_off_on_inferences_the_replies_rule_out() {
+        let window = |balance: &mut Balance, replies: u32, inferred: u32, threshold: u32| {
+            for _ in 0..replies {
+                balance.on_reply();
+            }
+            balance.on_flowlet(BALANCE_WINDOW, inferred, threshold)
+        };
+        let mut balance = Balance::default();
+        // 256 packets, 13 lost, 243 replies; 26 inferred.
+        assert_eq!(window(&mut balance, 243, 26, 1), Change::None);
+        assert!(!balance.implausible());
+        // Below the window nothing is decided.
+        assert_eq!(balance.on_flowlet(100, 100, 2), Change::None);
+        assert!(!balance.implausible());
+        let mut balance = Balance::default();
+        assert_eq!(window(&mut balance, 128, 85, 2), Change::BackedOff);
+        assert!(balance.implausible());
+        for _ in 1..BALANCE_SETTLED {
+            assert_eq!(window(&mut balance, 128, 0, 2), Change::None);
+            assert!(balance.implausible());
+        }
+        assert_eq!(window(&mut balance, 128, 0, 2), Change::Returned);
+        assert!(!balance.implausible());
+        // One implausible window among plausible ones starts the count
+        // again.
+        assert_eq!(window(&mut balance, 128, 85, 2), Change::BackedOff);
+        window(&mut balance, 128, 0, 2);
+        window(&mut balance, 128, 85, 2);
+        for _ in 1..BALANCE_SETTLED {
+            window(&mut balance, 128, 0, 2);
+        }
+        assert!(balance.implausible());
+        // The slack: 15% of a window's packets inferred where the replies
+        // account for all of them is plausible, 16% is not.
+        let mut balance = Balance::default();
+        assert_eq!(window(&mut balance, 128, 38, 2), Change::None);
+        assert_eq!(window(&mut balance, 128, 41, 2), Change::BackedOff);
     }
 
     /// A burst of inferences sends at most 16 copies before a verdict.
