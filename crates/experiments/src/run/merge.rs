@@ -165,6 +165,15 @@ pub(crate) fn read_inside(dir: &Path, relative: &Path) -> std::io::Result<Vec<u8
     Ok(bytes)
 }
 
+/// A [`read_inside`] error as a message naming the file once.
+pub(crate) fn describe(dir: &Path, relative: &Path, error: &std::io::Error) -> String {
+    match error.kind() {
+        // A refusal names the file itself.
+        ErrorKind::Other => error.to_string(),
+        _ => format!("{}: {error}", dir.join(relative).display()),
+    }
+}
+
 /// Merges the shards in `dirs` (all of one run of `file` with `options`)
 /// into the results of the whole run. Refuses, naming the difference, a
 /// shard of another run; names the shards and trial files missing.
@@ -262,7 +271,7 @@ fn read_trials(variants: &[Ready<'_>], shards: &[&Path]) -> Result<Vec<Vec<Trial
                     ));
                     continue;
                 }
-                Err(error) => return Err(format!("{}: {error}", dir.join(&name).display())),
+                Err(error) => return Err(describe(dir, &name, &error)),
             };
             let result: TrialResult = serde_json::from_slice(&bytes)
                 .map_err(|e| format!("{}: {e}", dir.join(&name).display()))?;

@@ -260,10 +260,13 @@ impl Manifest {
     /// [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES), not a symbolic link).
     pub fn read(dir: &Path) -> Result<Manifest, String> {
         let bytes = super::merge::read_inside(dir, Path::new(MANIFEST)).map_err(|e| {
-            format!(
-                "{}: {e} (a shard's directory has one once its task finished)",
-                dir.join(MANIFEST).display()
-            )
+            let message = super::merge::describe(dir, Path::new(MANIFEST), &e);
+            match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("{message} (a shard's directory has one once its task finished)")
+                }
+                _ => message,
+            }
         })?;
         let path = dir.join(MANIFEST);
         let value: serde_json::Value =
