@@ -54,7 +54,7 @@ fn merged_shards_write_what_the_whole_run_writes() {
         };
         let results = experiments::run(&file, &options, &mut Progress::silent()).unwrap();
         let dir = tmp.path().join(format!("shard-{index}"));
-        let manifest = Manifest::new(&file, &options, shard);
+        let manifest = Manifest::new(&file, &options, shard).unwrap();
         experiments::report::write_shard(&dir, &results, &manifest).unwrap();
         shard_dirs.push(dir);
     }
@@ -102,7 +102,7 @@ fn shards_of_a_file_edited_otherwise_do_not_merge() {
         };
         let results = experiments::run(file, &options, &mut Progress::silent()).unwrap();
         let dir = tmp.path().join(name);
-        let manifest = Manifest::new(file, &options, shard);
+        let manifest = Manifest::new(file, &options, shard).unwrap();
         experiments::report::write_shard(&dir, &results, &manifest).unwrap();
         dir
     };
@@ -123,4 +123,179 @@ fn shards_of_a_file_edited_otherwise_do_not_merge() {
     assert!(error.contains("a shard of another run"), "{error}");
     let merged = experiments::run::merge(&edited, &options, &[first, second]).unwrap();
     assert_eq!(merged.summary.overrides, ["hops.far.delay=\"20ms\""]);
+}
+
+/// Runs `file` with `options` as `count` shards into `dir/<prefix>-K`.
+fn run_shards(
+    file: &ScenarioFile,
+    options: &RunOptions,
+    count: u32,
+    dir: &std::path::Path,
+    prefix: &str,
+) -> Vec<std::path::PathBuf> {
+    (1..=count)
+        .map(|index| {
+            let shard = Shard { index, count };
+            let options = RunOptions {
+                shard: Some(shard),
+                ..options.clone()
+            };
+            let results = experiments::run(file, &options, &mut Progress::silent()).unwrap();
+            let out = dir.join(format!("{prefix}-{index}"));
+            let manifest = Manifest::new(file, &options, shard).unwrap();
+            experiments::report::write_shard(&out, &results, &manifest).unwrap();
+            out
+        })
+        .collect()
+}
+
+fn small() -> RunOptions {
+    RunOptions {
+        only: Some("S".into()),
+        trials: Some(2),
+        ..RunOptions::default()
+    }
+}
+
+#[test]
+fn shards_of_another_scenario_seed_or_file_do_not_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shards.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let other = tmp.path().join("other.toml");
+    std::fs::write(
+        &other,
+        SCENARIO.replace("name = \"shards\"", "name = \"other\""),
+    )
+    .unwrap();
+    let file = ScenarioFile::load(&scenario).unwrap();
+    let options = small();
+    let ours = run_shards(&file, &options, 2, tmp.path(), "ours");
+    let merge =
+        |dirs: &[std::path::PathBuf]| experiments::run::merge(&file, &options, dirs).unwrap_err();
+
+    let theirs = run_shards(
+        &ScenarioFile::load(&other).unwrap(),
+        &options,
+        2,
+        tmp.path(),
+        "other",
+    );
+    let error = merge(&[ours[0].clone(), theirs[1].clone()]);
+    assert!(
+        error.contains("its scenario name is \"other\", the run's \"shards\""),
+        "{error}"
+    );
+    let seeded = RunOptions {
+        seed: Some(7),
+        ..small()
+    };
+    let seeded = run_shards(&file, &seeded, 2, tmp.path(), "seeded");
+    let error = merge(&[ours[0].clone(), seeded[1].clone()]);
+    assert!(
+        error.contains("its --seed is 7, the run's not given"),
+        "{error}"
+    );
+    // The file edited after the shards ran: same name, other bytes.
+    std::fs::write(&scenario, format!("{SCENARIO}# edited\n")).unwrap();
+    let error = merge(&ours);
+    assert!(error.contains("its scenario file's SHA-256 is"), "{error}");
+}
+
+#[test]
+fn merge_names_what_is_missing_and_a_rerun_replaces_its_shard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shards.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let file = ScenarioFile::load(&scenario).unwrap();
+    let options = RunOptions {
+        trials: Some(3),
+        ..small()
+    };
+    let dirs = run_shards(&file, &options, 3, tmp.path(), "s");
+    let error = experiments::run::merge(&file, &options, &dirs[..1]).unwrap_err();
+    assert!(error.contains("shards 2/3, 3/3 are missing"), "{error}");
+    // A task killed before it finished leaves no manifest: the merge names it.
+    std::fs::remove_file(dirs[1].join("shard.json")).unwrap();
+    let error = experiments::run::merge(&file, &options, &dirs).unwrap_err();
+    assert!(error.contains("s-2/shard.json"), "{error}");
+    // Its rerun writes the shard again; a stale trial file there goes.
+    let stale = dirs[1].join("trials/s/7.json");
+    std::fs::write(&stale, "{").unwrap();
+    let again = run_shards(&file, &options, 3, tmp.path(), "s");
+    assert!(!stale.exists());
+    let names: Vec<String> = std::fs::read_dir(dirs[1].join("trials/s"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["1.json"]);
+    experiments::run::merge(&file, &options, &again).unwrap();
+    std::fs::remove_file(dirs[2].join("trials/s/2.json")).unwrap();
+    let error = experiments::run::merge(&file, &options, &dirs).unwrap_err();
+    assert!(
+        error.contains("trial files missing: trials/s/2.json (shard 3/3"),
+        "{error}"
+    );
+}
+
+#[test]
+fn merge_reads_only_small_regular_files_inside_the_shard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("shards.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let file = ScenarioFile::load(&scenario).unwrap();
+    let options = small();
+    let dirs = run_shards(&file, &options, 2, tmp.path(), "s");
+    let trial = dirs[1].join("trials/s/1.json");
+    let kept = std::fs::read(&trial).unwrap();
+    // Each merge runs on a thread with a deadline: a FIFO must not hang it.
+    let merge = || {
+        let (file, options, dirs) = (file.clone(), options.clone(), dirs.clone());
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = send.send(experiments::run::merge(&file, &options, &dirs).map(|_| ()));
+        });
+        let result = receive.recv_timeout(std::time::Duration::from_secs(30));
+        result.expect("the merge returns").unwrap_err()
+    };
+    let reset = || {
+        let _ = std::fs::remove_file(&trial);
+        let _ = std::fs::remove_dir_all(&trial);
+    };
+
+    reset();
+    std::os::unix::fs::symlink("/dev/zero", &trial).unwrap();
+    let error = merge();
+    assert!(error.contains("1.json is a symbolic link"), "{error}");
+
+    reset();
+    let made = std::process::Command::new("mkfifo").arg(&trial).status();
+    assert!(made.unwrap().success());
+    let error = merge();
+    assert!(error.contains("1.json is not a regular file"), "{error}");
+
+    reset();
+    let big = std::fs::File::create(&trial).unwrap();
+    big.set_len(experiments::run::MAX_FILE_BYTES + 1).unwrap();
+    let error = merge();
+    assert!(error.contains("over the cap of 67108864"), "{error}");
+
+    // A trials directory linked elsewhere is not followed either.
+    reset();
+    std::fs::write(&trial, &kept).unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::rename(dirs[1].join("trials"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dirs[1].join("trials")).unwrap();
+    let error = merge();
+    assert!(error.contains("trials is a symbolic link"), "{error}");
+    std::fs::remove_file(dirs[1].join("trials")).unwrap();
+    std::fs::rename(&outside, dirs[1].join("trials")).unwrap();
+    let manifest = dirs[0].join("shard.json");
+    std::fs::rename(&manifest, tmp.path().join("m.json")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("m.json"), &manifest).unwrap();
+    let error = merge();
+    assert!(error.contains("shard.json is a symbolic link"), "{error}");
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::rename(tmp.path().join("m.json"), &manifest).unwrap();
+    experiments::run::merge(&file, &options, &dirs).unwrap();
 }

@@ -3,7 +3,10 @@
 //! writes (trial files, summary.json, CSVs, plots, summary.md), reading
 //! the scenario file with the shards' `--set` overrides, then the table and
 //! the claims as `pepkit run` prints them. Exits 1 if a claim
-//! does not hold, 2 if the shards do not make up one run.
+//! does not hold, 2 if the shards do not make up one run (a shard of
+//! another run, named with the field that differs; shards or trial files
+//! missing; a file in a shard that is not a regular file of at most
+//! 64 MiB).
 
 use crate::run_scenario::print_results;
 use experiments::ScenarioFile;
@@ -14,7 +17,10 @@ use std::process::ExitCode;
 /// Arguments of `pepkit merge`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The shards' directories (every shard of the run, once each).
+    /// The shards' directories (every shard of the run, once each). A
+    /// shard of another run (scenario, its file, --seed, --trials, --only,
+    /// --set, mode or pepkit version) is refused, naming the difference;
+    /// only regular files of at most 64 MiB inside a shard are read.
     #[arg(required = true)]
     dirs: Vec<PathBuf>,
     /// Where to write the merged results.

@@ -29,11 +29,15 @@ pub(crate) struct Args {
     /// Run only the variants whose names contain this text.
     #[arg(long)]
     only: Option<String>,
-    /// Run only shard K of N of the trials (every N-th, from the K-th) and
-    /// write their trial files [default out: results/<name>/shard-K-of-N];
-    /// `pepkit merge` builds the summary, tables and plots from the shards.
-    #[arg(long, value_name = "K/N")]
-    shard: Option<experiments::run::Shard>,
+    /// Run only shard K of N of the trials (every N-th, from the K-th; K
+    /// counts from 1) and write their trial files [default out:
+    /// results/<name>/shard-K-of-N]; `pepkit merge` builds the summary,
+    /// tables and plots from the shards. `auto` takes K and N from a Slurm
+    /// job array (SLURM_ARRAY_TASK_ID, from 0, and SLURM_ARRAY_TASK_COUNT);
+    /// `auto/N` from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, from
+    /// 0, of N completions). See docs/experiments.md.
+    #[arg(long, value_name = "K/N|auto|auto/N")]
+    shard: Option<experiments::run::ShardSpec>,
     /// Edit the scenario before reading it, as if the file said PATH =
     /// VALUE (repeatable, in order): PATH a dotted field such as
     /// hops.near.loss or variant."MFT, C1".server.controller, VALUE a TOML
@@ -126,6 +130,17 @@ pub(crate) fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let shard = match args
+        .shard
+        .map(|spec| spec.resolve(|name| std::env::var(name).ok()))
+    {
+        None => None,
+        Some(Ok(shard)) => Some(shard),
+        Some(Err(error)) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let mut options = RunOptions {
         seed: args.seed,
         trials: args.common.trials,
@@ -133,12 +148,12 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         only: args.only.clone(),
         variants: Vec::new(),
         mode,
-        shard: args.shard,
+        shard,
         middle_cpu: args.pin_middle,
         capture: None,
     };
     let base = PathBuf::from("results").join(&file.base.name);
-    if let Some(shard) = args.shard {
+    if let Some(shard) = shard {
         let out = args
             .out
             .clone()
@@ -196,7 +211,13 @@ fn run_shard(
             return ExitCode::from(2);
         }
     };
-    let manifest = experiments::run::Manifest::new(file, options, shard);
+    let manifest = match experiments::run::Manifest::new(file, options, shard) {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            eprintln!("error: {}: {error}", file.path.display());
+            return ExitCode::from(2);
+        }
+    };
     match experiments::report::write_shard(out, &results, &manifest) {
         Ok(written) => {
             println!(

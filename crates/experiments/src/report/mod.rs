@@ -61,30 +61,14 @@ pub fn write(
 }
 
 /// Writes a shard's trial files and its manifest under `dir` (the merge
-/// writes the rest), and returns the paths written.
+/// writes the rest), and returns the paths written: see
+/// [`run::write_shard`](crate::run::write_shard).
 pub fn write_shard(
     dir: &Path,
     results: &RunResults,
     manifest: &crate::run::Manifest,
 ) -> std::io::Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
-    for trial in results.trials.iter().flatten() {
-        let path = dir.join(format!(
-            "trials/{}/{}.json",
-            slug(&trial.variant),
-            trial.trial
-        ));
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&path, json(trial))?;
-        written.push(path);
-    }
-    let path = dir.join(crate::run::MANIFEST);
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(&path, json(manifest))?;
-    written.push(path);
-    Ok(written)
+    crate::run::write_shard(dir, results, manifest)
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Vec<u8> {

@@ -8,12 +8,14 @@
 //! in the chosen mode (TCP in the simulator, the split QUIC proxy in real
 //! mode) are skipped and listed with the reason.
 
+mod merge;
 mod progress;
 mod shard;
 mod warnings;
 
+pub use merge::{MAX_FILE_BYTES, merge, write_shard};
 pub use progress::Progress;
-pub use shard::{MANIFEST, Manifest, Shard, merge};
+pub use shard::{MANIFEST, Manifest, Shard, ShardSpec, VERSION};
 pub(crate) use warnings::mean_loss;
 pub use warnings::{unseen_traffic, upstream_loss};
 

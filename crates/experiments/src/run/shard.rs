@@ -5,20 +5,33 @@
 //! would have written. Trials do not depend on where or with whom they
 //! run, so the merged files are the unsharded run's, byte for byte.
 //!
+//! K counts from 1. On a cluster `--shard auto` takes K and N from the
+//! scheduler ([`ShardSpec::resolve`]): a Slurm job array's
+//! `SLURM_ARRAY_TASK_ID` or a Kubernetes Indexed Job's
+//! `JOB_COMPLETION_INDEX`, both counting from 0.
+//!
 //! A shard's directory holds its trial files and [`MANIFEST`], which
-//! names the scenario file, the options and the `--set` overrides, so that
-//! the merge reads the file as the shards did and can check the shards
-//! belong together and cover every trial exactly once.
+//! names the scenario file (its name and SHA-256), the options, the
+//! `--set` overrides and pepkit's version, so that the merge reads the
+//! file as the shards did and can check the shards belong together and
+//! cover every trial exactly once.
 
-use super::{Ready, RunOptions, RunResults, prepare, summarize};
-use crate::outcome::{Mode, TrialResult, slug};
-use crate::scenario::{Override, ScenarioError, ScenarioFile};
+use super::RunOptions;
+use crate::outcome::Mode;
+use crate::scenario::{Override, ScenarioFile};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// The name of a shard's manifest.
 pub const MANIFEST: &str = "shard.json";
+
+/// The manifest's schema: shards of another schema do not merge.
+pub(super) const SCHEMA: &str = "pepkit.shard/2";
+
+/// pepkit's version, recorded in a shard's manifest.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// One shard: the `index`-th (from 1) of `count`.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -40,22 +53,143 @@ impl FromStr for Shard {
                 Ok(Shard { index, count })
             }
             _ => Err(format!(
-                "{text:?} is not a shard K/N with 1 ≤ K ≤ N (Slurm: \
-                 --shard $((SLURM_ARRAY_TASK_ID + 1))/$SLURM_ARRAY_TASK_COUNT)"
+                "{text:?} is not a shard K/N with 1 ≤ K ≤ N (K counts from 1; on a \
+                 Slurm job array or a Kubernetes Indexed Job use --shard auto)"
             )),
         }
+    }
+}
+
+/// `--shard`: a shard given as `K/N`, or `auto` (`auto/N`) to take it
+/// from the scheduler's environment when the run starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardSpec {
+    /// `K/N`, K from 1.
+    Fixed(Shard),
+    /// `auto` or `auto/N`: N is needed where the scheduler does not give
+    /// the count (a Kubernetes Indexed Job: its `completions`).
+    Auto(Option<u32>),
+}
+
+impl FromStr for ShardSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ShardSpec, String> {
+        match text.trim().strip_prefix("auto") {
+            Some("") => Ok(ShardSpec::Auto(None)),
+            Some(rest) => match rest.strip_prefix('/').map(|n| n.trim().parse::<u32>()) {
+                Some(Ok(count)) if count > 0 => Ok(ShardSpec::Auto(Some(count))),
+                _ => Err(format!(
+                    "{text:?} is not auto or auto/N with N ≥ 1 (N: the job's completions)"
+                )),
+            },
+            None => text.parse().map(ShardSpec::Fixed),
+        }
+    }
+}
+
+impl ShardSpec {
+    /// The shard this task runs, reading the scheduler's variables with
+    /// `env` (`std::env::var(..).ok()` in a run):
+    ///
+    /// - Slurm job array: `SLURM_ARRAY_TASK_ID`, counted from
+    ///   `SLURM_ARRAY_TASK_MIN` (0 when absent), of
+    ///   `SLURM_ARRAY_TASK_COUNT` (or `MAX − MIN + 1`) tasks. The array's
+    ///   ids must be consecutive (`--array=0-15`, not `0-30:2` or `1,5`).
+    /// - Kubernetes Indexed Job: `JOB_COMPLETION_INDEX` (from 0), of N
+    ///   given as `auto/N` (the Job's `completions`; Kubernetes does not
+    ///   put it in the environment) or in `PEPKIT_SHARDS`.
+    ///
+    /// Slurm's variables win where both are set. `auto/N` with Slurm checks
+    /// that the array has N tasks.
+    pub fn resolve(self, env: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
+        let given = match self {
+            ShardSpec::Fixed(shard) => return Ok(shard),
+            ShardSpec::Auto(count) => count,
+        };
+        let number = |name: &str| -> Result<Option<u64>, String> {
+            env(name)
+                .map(|text| {
+                    text.trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("--shard auto: {name}={text:?} is not a number"))
+                })
+                .transpose()
+        };
+        let (index, count, source) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let span = number("SLURM_ARRAY_TASK_MAX")?.map(|max| max.saturating_sub(min) + 1);
+            let count = match (number("SLURM_ARRAY_TASK_COUNT")?, span) {
+                (Some(count), Some(span)) if count != span => {
+                    return Err(format!(
+                        "--shard auto: the Slurm array's {count} task ids are not consecutive \
+                         (SLURM_ARRAY_TASK_MIN..MAX spans {span}): submit it as \
+                         --array=0-{}",
+                        count.saturating_sub(1)
+                    ));
+                }
+                (Some(count), _) | (None, Some(count)) => Some(count),
+                (None, None) => None,
+            };
+            if number("SLURM_ARRAY_TASK_STEP")?.is_some_and(|step| step != 1) {
+                return Err("--shard auto: the Slurm array has a step (--array=A-B:S); \
+                            submit it as --array=0-(N-1)"
+                    .into());
+            }
+            let index = id.checked_sub(min).ok_or_else(|| {
+                format!(
+                    "--shard auto: SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}"
+                )
+            })?;
+            (index, count, "SLURM_ARRAY_TASK_ID")
+        } else if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            (index, number("PEPKIT_SHARDS")?, "JOB_COMPLETION_INDEX")
+        } else {
+            return Err(
+                "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor \
+                        JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; outside \
+                        them give --shard K/N (K from 1)"
+                    .into(),
+            );
+        };
+        let count = match (given, count) {
+            (Some(given), Some(count)) if u64::from(given) != count => {
+                return Err(format!(
+                    "--shard auto/{given}: the scheduler runs {count} tasks ({source})"
+                ));
+            }
+            (Some(given), _) => u64::from(given),
+            (None, Some(count)) => count,
+            (None, None) => {
+                return Err(format!(
+                    "--shard auto: {source} is set but not the number of tasks: give \
+                     --shard auto/N (N: the Job's completions) or PEPKIT_SHARDS=N"
+                ));
+            }
+        };
+        let shard = u32::try_from(index + 1)
+            .ok()
+            .zip(u32::try_from(count).ok())
+            .filter(|(index, count)| (1..=*count).contains(index))
+            .ok_or_else(|| format!("--shard auto: {source} is task {index} (from 0) of {count}"))?;
+        Ok(Shard {
+            index: shard.0,
+            count: shard.1,
+        })
     }
 }
 
 /// What a shard's directory says about the run it is part of.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Manifest {
-    /// Always `pepkit.shard/1`.
+    /// Always [`SCHEMA`].
     pub schema: String,
     /// The scenario file, as given to `pepkit run`.
     pub scenario: PathBuf,
     /// The scenario's name.
     pub name: String,
+    /// The SHA-256 of the scenario file's bytes, in hex.
+    pub scenario_sha256: String,
     /// This shard.
     pub shard: Shard,
     /// `--seed`, if given.
@@ -73,15 +207,23 @@ pub struct Manifest {
     /// `--pin-middle`, if given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub middle_cpu: Option<usize>,
+    /// The version of pepkit that ran the shard.
+    pub pepkit_version: String,
 }
 
 impl Manifest {
-    /// The manifest of a shard run with `options`.
-    pub fn new(file: &ScenarioFile, options: &RunOptions, shard: Shard) -> Manifest {
-        Manifest {
-            schema: "pepkit.shard/1".into(),
+    /// The manifest of a shard run with `options` (reads the scenario
+    /// file again to hash it).
+    pub fn new(
+        file: &ScenarioFile,
+        options: &RunOptions,
+        shard: Shard,
+    ) -> std::io::Result<Manifest> {
+        Ok(Manifest {
+            schema: SCHEMA.into(),
             scenario: file.path.clone(),
             name: file.base.name.clone(),
+            scenario_sha256: sha256_of(&file.path)?,
             shard,
             seed: options.seed,
             trials: options.trials,
@@ -89,7 +231,8 @@ impl Manifest {
             mode: options.mode,
             overrides: file.overrides.iter().map(ToString::to_string).collect(),
             middle_cpu: options.middle_cpu,
-        }
+            pepkit_version: VERSION.into(),
+        })
     }
 
     /// The `--set` overrides to read the scenario file with.
@@ -113,105 +256,92 @@ impl Manifest {
         }
     }
 
-    /// Reads `dir`'s manifest.
+    /// Reads `dir`'s manifest (a regular file of at most
+    /// [`MAX_FILE_BYTES`](super::MAX_FILE_BYTES), not a symbolic link).
     pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let bytes = super::merge::read_inside(dir, Path::new(MANIFEST)).map_err(|e| {
+            let message = super::merge::describe(dir, Path::new(MANIFEST), &e);
+            match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("{message} (a shard's directory has one once its task finished)")
+                }
+                _ => message,
+            }
+        })?;
         let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: {e} (is it a shard's directory?)", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        if schema != SCHEMA {
+            return Err(format!(
+                "{}: schema {schema:?}, this pepkit merges {SCHEMA:?} (run the shards again \
+                 with this pepkit)",
+                path.display()
+            ));
+        }
+        serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Where this manifest and `run`'s (the run being merged) differ,
+    /// as `(what, this one's, the run's)`, in the order the fields are
+    /// declared; the shard, and the file's path (the same file may sit
+    /// elsewhere on another machine), are not compared.
+    pub fn differences(&self, run: &Manifest) -> Vec<(&'static str, String, String)> {
+        fn show<T: std::fmt::Debug>(value: &Option<T>) -> String {
+            value
+                .as_ref()
+                .map_or_else(|| "not given".into(), |v| format!("{v:?}"))
+        }
+        let list = |sets: &[String]| match sets {
+            [] => "none".to_string(),
+            sets => sets.join(", "),
+        };
+        let fields = [
+            (
+                "scenario name",
+                format!("{:?}", self.name),
+                format!("{:?}", run.name),
+            ),
+            (
+                "scenario file's SHA-256",
+                self.scenario_sha256.clone(),
+                run.scenario_sha256.clone(),
+            ),
+            ("--seed", show(&self.seed), show(&run.seed)),
+            ("--trials", show(&self.trials), show(&run.trials)),
+            ("--only", show(&self.only), show(&run.only)),
+            (
+                "mode",
+                self.mode.describe().into(),
+                run.mode.describe().into(),
+            ),
+            (
+                "--set overrides",
+                list(&self.overrides),
+                list(&run.overrides),
+            ),
+            (
+                "--pin-middle",
+                show(&self.middle_cpu),
+                show(&run.middle_cpu),
+            ),
+            (
+                "pepkit version",
+                self.pepkit_version.clone(),
+                run.pepkit_version.clone(),
+            ),
+        ];
+        fields.into_iter().filter(|(_, a, b)| a != b).collect()
     }
 }
 
-/// Merges the shards in `dirs` (all of one run of `file` with `options`)
-/// into the results of the whole run.
-pub fn merge(
-    file: &ScenarioFile,
-    options: &RunOptions,
-    dirs: &[PathBuf],
-) -> Result<RunResults, String> {
-    let mut seen = vec![false; 0];
-    let mut count = None;
-    for dir in dirs {
-        let manifest = Manifest::read(dir)?;
-        if manifest.options().seed != options.seed
-            || manifest.trials != options.trials
-            || manifest.only != options.only
-            || manifest.mode != options.mode
-            || manifest.middle_cpu != options.middle_cpu
-        {
-            return Err(format!(
-                "{}: a shard of another run (its options differ)",
-                dir.display()
-            ));
-        }
-        let sets: Vec<String> = file.overrides.iter().map(ToString::to_string).collect();
-        if manifest.overrides != sets {
-            let list = |sets: &[String]| match sets {
-                [] => "none".to_string(),
-                sets => sets.join(", "),
-            };
-            return Err(format!(
-                "{}: a shard of another run: its --set overrides are {}, the run's {}",
-                dir.display(),
-                list(&manifest.overrides),
-                list(&sets)
-            ));
-        }
-        let n = manifest.shard.count as usize;
-        if *count.get_or_insert(n) != n {
-            return Err(format!(
-                "{}: a shard of {n}, the others of {}",
-                dir.display(),
-                count.unwrap_or(0)
-            ));
-        }
-        seen.resize(n, false);
-        let index = manifest.shard.index as usize - 1;
-        if std::mem::replace(&mut seen[index], true) {
-            return Err(format!("shard {}/{n} is given twice", index + 1));
-        }
-    }
-    if let Some(missing) = seen.iter().position(|s| !s) {
-        return Err(format!("shard {}/{} is missing", missing + 1, seen.len()));
-    }
-    let error = |e: ScenarioError| e.to_string();
-    let (variants, skipped) = prepare(file, options).map_err(error)?;
-    let trials = read_trials(&variants, dirs)?;
-    let summary = summarize(file, options.mode, &variants, &trials);
-    Ok(RunResults {
-        summary,
-        trials,
-        skipped,
-    })
-}
-
-/// Every trial of every variant, from whichever shard ran it.
-fn read_trials(variants: &[Ready<'_>], dirs: &[PathBuf]) -> Result<Vec<Vec<TrialResult>>, String> {
-    let mut all = Vec::with_capacity(variants.len());
-    for (variant, prepared) in variants {
-        let mut trials = Vec::new();
-        for trial in 0..prepared.scenario().trials {
-            let name = format!("trials/{}/{trial}.json", slug(&variant.name));
-            let found: Vec<PathBuf> = dirs
-                .iter()
-                .map(|dir| dir.join(&name))
-                .filter(|path| path.exists())
-                .collect();
-            let [path] = found.as_slice() else {
-                return Err(format!(
-                    "{name}: in {} shard directories, expected in one",
-                    found.len()
-                ));
-            };
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let result: TrialResult =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            trials.push(result);
-        }
-        all.push(trials);
-    }
-    Ok(all)
+/// The SHA-256 of the file at `path`, in hex.
+pub(crate) fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 #[cfg(test)]
@@ -224,5 +354,73 @@ mod tests {
         for bad in ["0/5", "6/5", "2", "2/5/1", "a/b"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+        assert_eq!("auto".parse::<ShardSpec>(), Ok(ShardSpec::Auto(None)));
+        assert_eq!("auto/4".parse::<ShardSpec>(), Ok(ShardSpec::Auto(Some(4))));
+        for bad in ["auto/0", "auto/", "autox", "auto/a"] {
+            assert!(bad.parse::<ShardSpec>().is_err(), "{bad}");
+        }
+    }
+
+    fn resolve(spec: &str, vars: &[(&str, &str)]) -> Result<Shard, String> {
+        let spec: ShardSpec = spec.parse().unwrap();
+        spec.resolve(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn auto_reads_the_schedulers_zero_based_index() {
+        let shard = |index, count| Ok(Shard { index, count });
+        let slurm = [
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ];
+        assert_eq!(resolve("auto", &slurm), shard(1, 3));
+        assert_eq!(resolve("auto/3", &slurm), shard(1, 3));
+        assert!(
+            resolve("auto/4", &slurm)
+                .unwrap_err()
+                .contains("runs 3 tasks")
+        );
+        let last = [
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ];
+        assert_eq!(resolve("auto", &last), shard(3, 3));
+        // MIN/MAX alone, and an array numbered from 1.
+        let from_one = [
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MAX", "4"),
+        ];
+        assert_eq!(resolve("auto", &from_one), shard(4, 4));
+        let gaps = [
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_MIN", "0"),
+            ("SLURM_ARRAY_TASK_MAX", "8"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ];
+        assert!(
+            resolve("auto", &gaps)
+                .unwrap_err()
+                .contains("not consecutive")
+        );
+        let k8s = [("JOB_COMPLETION_INDEX", "3")];
+        assert_eq!(resolve("auto/4", &k8s), shard(4, 4));
+        assert!(
+            resolve("auto/3", &k8s)
+                .unwrap_err()
+                .contains("task 3 (from 0) of 3")
+        );
+        assert!(resolve("auto", &k8s).unwrap_err().contains("auto/N"));
+        let counted = [("JOB_COMPLETION_INDEX", "0"), ("PEPKIT_SHARDS", "2")];
+        assert_eq!(resolve("auto", &counted), shard(1, 2));
+        let error = resolve("auto", &[]).unwrap_err();
+        assert!(error.contains("neither SLURM_ARRAY_TASK_ID"), "{error}");
+        let bad = [("SLURM_ARRAY_TASK_ID", "x")];
+        assert!(resolve("auto", &bad).unwrap_err().contains("not a number"));
+        assert_eq!(resolve("2/5", &k8s), shard(2, 5));
     }
 }
