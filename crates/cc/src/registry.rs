@@ -190,7 +190,16 @@ impl Controller {
                     loss_detection: None,
                 }
             }
-            Controller::NoqBbr3 => Built::plain(Arc::new(Bbr3Config::default())),
+            Controller::NoqBbr3 => {
+                // Its probe timing draws from the trial's seed, not the OS.
+                let seed = context.seed.derive("noq-bbr3");
+                let mut bytes = [0u8; 16];
+                bytes[..8].copy_from_slice(&seed.value().to_le_bytes());
+                bytes[8..].copy_from_slice(&seed.derive("high").value().to_le_bytes());
+                let mut config = Bbr3Config::default();
+                config.probe_rng_seed(bytes);
+                Built::plain(Arc::new(config))
+            }
             Controller::PepkitCubic(settings) => Built::plain(Arc::new(crate::CubicConfig {
                 paced: settings.paced,
                 ..crate::CubicConfig::default()

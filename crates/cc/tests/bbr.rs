@@ -1,5 +1,6 @@
 //! Our deterministic BBR on a simulated path: it fills the bottleneck
-//! without filling its buffer, shrugs off random loss, and repeats exactly.
+//! without filling its buffer, shrugs off random loss, and repeats exactly;
+//! noq-proto's BBRv3 repeats too, seeded from the trial's seed.
 
 use netsim::*;
 use quic::*;
@@ -7,19 +8,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn run(loss: f64, seed: u64) -> (BulkReport, u64) {
+    let bbr = Arc::new(cc::BbrFactory::new(false, Seed::new(seed)));
+    let config = QuicConfig::new(Seed::new(seed)).with_controller(bbr);
+    run_with(config, loss, seed, 5_000_000)
+}
+
+/// A `bytes` download on the test's path with `config` (its controller).
+fn run_with(config: QuicConfig, loss: f64, seed: u64, bytes: u64) -> (BulkReport, u64) {
     let (c, s) = (
         "10.0.0.1:5000".parse().unwrap(),
         "10.0.1.1:4433".parse().unwrap(),
     );
-    let bbr = Arc::new(cc::BbrFactory::new(false, Seed::new(seed)));
-    let config = QuicConfig::new(Seed::new(seed))
-        .with_controller(bbr)
-        .with_max_udp_payload(1200);
+    let config = config.with_max_udp_payload(1200);
     let client = QuicClient::new(
         config.clone(),
         c,
         s,
-        BulkClient::new(Direction::Download, 5_000_000),
+        BulkClient::new(Direction::Download, bytes),
     );
     let server = QuicServer::new(config, s, BulkServerFactory);
     let near = LinkConfig::constant(Duration::from_millis(10), Rate::from_mbps(10))
@@ -64,4 +69,24 @@ fn fills_the_pipe_tolerates_loss_and_repeats() {
     assert!(lossy_mbps > 7.0, "1% loss: {lossy_mbps} Mbit/s");
     let (again, _) = run(0.01, 1);
     assert_eq!(again.completion, lossy.completion);
+}
+
+/// noq-proto's BBRv3, built by the registry (`noq-bbr3`), times its
+/// bandwidth probes from the trial's seed: the same seed repeats a long
+/// lossy transfer exactly (seeded from the OS, three runs of it differ).
+#[test]
+fn noq_bbr3_repeats_with_the_same_seed() {
+    let once = || {
+        let seed = Seed::new(3);
+        let clock = SimClock::new();
+        let built = cc::Controller::NoqBbr3.build(&cc::ControllerContext::new(seed, clock));
+        let config = QuicConfig::new(seed)
+            .with_controller(built.factory)
+            .with_clock(clock);
+        run_with(config, 0.01, 3, 20_000_000).0.completion
+    };
+    let first = once();
+    for _ in 0..2 {
+        assert_eq!(once(), first);
+    }
 }

@@ -96,13 +96,10 @@
 //!
 //! # What it does not do
 //!
-//! * **BBR is not byte-deterministic.** noq-proto's BBRv3 draws its probe
-//!   timing from a private PCG seeded from the OS (`Bbr3Config` has a
-//!   `probe_rng_seed` field but no public setter in 1.4.0). `"cubic"` and
-//!   `"newreno"` runs repeat exactly, across processes too; `"bbr"` runs
-//!   differ now and then between processes (observed: 1 run in 3 of a
-//!   10 MB transfer). Fixing it needs a setter upstream or a patched
-//!   noq-proto.
+//! * **noq-proto's BBRv3 is deterministic only when seeded.** It times its
+//!   bandwidth probes from a private PCG, seeded from the OS unless
+//!   `Bbr3Config::probe_rng_seed` (a setter pepkit adds, PEPKIT.md item 11)
+//!   sets it; the `noq-bbr3` controller seeds it from the trial's seed.
 //! * One connection per client (but [`ConnectionArrivals`]); no 0-RTT, resumption, migration, multipath
 //!   or ECN (netsim has no ECN field).
 //! * No certificate authority: the client trusts exactly the test

@@ -2013,6 +2013,14 @@ pub struct Bbr3Config {
 }
 
 impl Bbr3Config {
+    /// Seeds the generator that times bandwidth probes (by default it is
+    /// seeded from the OS, so runs differ); every controller this config
+    /// builds starts from the same seed.
+    pub fn probe_rng_seed(&mut self, seed: [u8; 16]) -> &mut Self {
+        self.probe_rng_seed = Some(seed);
+        self
+    }
+
     /// Default limit on the amount of outstanding data in bytes.
     ///
     /// Recommended value: `min(10 * max_datagram_size, max(2 * max_datagram_size, 14720))`
