@@ -4,16 +4,13 @@
 //! port on the server's IP, and everything else that reaches the node is
 //! forwarded unchanged (the node still routes).
 
+use crate::limits::ByteBudget;
 use crate::server::{ServerApp, ServerSample, ServerShared, ServerStats};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, EmbeddedEndpoint, QuicConfig};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-
-/// Target-facing ports given to each connection.
-const PORTS_PER_CONNECTION: u16 = 16;
-/// The most connections a server accepts.
-const MAX_CONNECTIONS: usize = 1024;
+use std::sync::Arc;
 
 /// How the tunnel server is set up.
 #[derive(Clone, Debug)]
@@ -33,9 +30,16 @@ pub struct TunnelServerConfig {
 pub struct TunnelServer {
     config: TunnelServerConfig,
     endpoint: EmbeddedEndpoint<ServerApp>,
-    /// Target-facing port → connection index.
-    ports: BTreeMap<u16, usize>,
-    connections: usize,
+    /// Target-facing port → connection (the endpoint's number for it).
+    ports: BTreeMap<u16, u64>,
+    /// Live connection → the first port of its block.
+    blocks: BTreeMap<u64, u16>,
+    /// Port blocks never given out: the next one's index.
+    fresh: u16,
+    /// Port blocks given back by closed connections, oldest first.
+    free: VecDeque<u16>,
+    /// What all connections hold, against the total limit.
+    budget: Arc<ByteBudget>,
     out: VecDeque<Transmit>,
     /// Datagrams forwarded unchanged (not for the tunnel server).
     passed: u64,
@@ -47,11 +51,15 @@ impl TunnelServer {
         let label = format!("tunnel-server/{}", config.addr);
         let mut endpoint = EmbeddedEndpoint::new(config.quic.clone(), config.addr, &label);
         endpoint.listen();
+        endpoint.limit_handshakes(config.shared.limits.handshakes);
         TunnelServer {
             config,
             endpoint,
             ports: BTreeMap::new(),
-            connections: 0,
+            blocks: BTreeMap::new(),
+            fresh: 0,
+            free: VecDeque::new(),
+            budget: ByteBudget::shared(),
             out: VecDeque::new(),
             passed: 0,
         }
@@ -90,33 +98,80 @@ impl TunnelServer {
         self.passed
     }
 
+    /// Connections served now (neither closed nor given up).
+    pub fn live_connections(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Handshakes under way from addresses not validated by a Retry.
+    pub fn unvalidated_handshakes(&self) -> usize {
+        self.endpoint.unvalidated_handshakes()
+    }
+
+    /// Bytes from targets the connections hold now, and the most they held
+    /// at once (the accounted memory [`crate::ServerLimits`] bounds).
+    pub fn held_bytes(&self) -> (usize, usize) {
+        (self.budget.held(), self.budget.peak())
+    }
+
     fn accept(&mut self, now: Time, datagram: Datagram) {
-        let (shared, first_port) = (&self.config.shared, self.config.first_port);
-        let connections = &mut self.connections;
+        let shared = &self.config.shared;
+        let width = shared.limits.max_tunnels;
+        let (first_port, live) = (self.config.first_port, self.blocks.len());
+        let (fresh, free) = (&mut self.fresh, &mut self.free);
+        let budget = &self.budget;
+        let mut taken = None;
         let mut accept = || {
-            if *connections >= MAX_CONNECTIONS {
+            if live >= shared.limits.max_connections {
                 return None;
             }
-            let base = first_port.checked_add(
-                u16::try_from(*connections)
-                    .ok()?
-                    .checked_mul(PORTS_PER_CONNECTION)?,
-            )?;
-            *connections += 1;
-            Some(ServerApp::new(
-                shared.clone(),
-                base..base + PORTS_PER_CONNECTION,
-            ))
+            // Fresh blocks first: a closed connection's ports are not
+            // reused while others remain.
+            let base = match fresh_block(first_port, *fresh, width) {
+                Some(base) => {
+                    *fresh += 1;
+                    base
+                }
+                None => free.pop_front()?,
+            };
+            taken = Some(base);
+            let app = ServerApp::new(shared.clone(), base..base + width);
+            Some(app.with_budget(budget.clone()))
         };
         self.endpoint.handle_datagram(now, datagram, &mut accept);
+        let accepted = self.endpoint.take_accepted();
+        match (taken, accepted) {
+            (Some(base), Some(id)) => {
+                self.blocks.insert(id, base);
+            }
+            // The Initial did not make a connection: the block is unused.
+            (Some(base), None) => self.free.push_front(base),
+            _ => {}
+        }
+    }
+
+    /// Frees what closed connections held: their applications' tunnels and
+    /// queues, their ports.
+    fn release_closed(&mut self) {
+        for id in self.endpoint.take_closed() {
+            if let Some(base) = self.blocks.remove(&id) {
+                self.free.push_back(base);
+            }
+            if let Some(app) = self.endpoint.app_mut(id) {
+                for (port, _) in app.tunnel_ports() {
+                    self.ports.remove(&port);
+                }
+                app.release();
+            }
+        }
     }
 
     /// Collects what the applications produced.
     fn collect(&mut self, now: Time) {
         let ip = self.config.addr.ip();
-        for (index, app) in self.endpoint.apps_mut().enumerate() {
+        for (id, app) in self.endpoint.apps_by_id_mut() {
             for (port, _) in app.tunnel_ports() {
-                self.ports.insert(port, index);
+                self.ports.insert(port, id);
             }
             for (port, target, payload) in app.take_to_targets() {
                 let datagram = Datagram::new(SocketAddr::new(ip, port), target, payload);
@@ -129,7 +184,14 @@ impl TunnelServer {
                 }
             }
         }
+        self.release_closed();
     }
+}
+
+/// The first port of fresh block `index`, if the port range has room.
+fn fresh_block(first_port: u16, index: u16, width: u16) -> Option<u16> {
+    let base = first_port.checked_add(index.checked_mul(width)?)?;
+    base.checked_add(width).map(|_| base)
 }
 
 impl Middlebox for TunnelServer {
@@ -145,9 +207,9 @@ impl Middlebox for TunnelServer {
                 None => self.accept(now, datagram),
             }
         } else if datagram.dst.ip() == addr.ip()
-            && let Some(&index) = self.ports.get(&datagram.dst.port())
+            && let Some(&id) = self.ports.get(&datagram.dst.port())
         {
-            if let Some(app) = self.endpoint.apps_mut().nth(index) {
+            if let Some(app) = self.endpoint.app_mut(id) {
                 app.from_target(datagram.dst.port(), datagram.src, datagram.payload);
             }
             self.endpoint.drive(now);
