@@ -37,7 +37,7 @@ pub use connect_udp::{AllowList, UriTemplate};
 pub use feedback_signal::deliver_feedback;
 pub use forward::{ClientForwarding, Route, ServerForwarding};
 pub use h3::{H3Connection, RequestStream, StreamInput};
-pub use limits::{ByteBudget, ServerLimits};
+pub use limits::{ByteBudget, PortBlocks, ServerLimits};
 pub use mode::{Mode, RateSource, SamplerSettings, TunnelSettings};
 pub use sampler::Sampler;
 pub use sender::{DatagramSender, SenderStats};

@@ -81,3 +81,58 @@ impl ByteBudget {
         }
     }
 }
+
+/// The blocks of target-facing ports a server gives its connections: one
+/// block of `width` ports from `first_port` on to each established
+/// connection, the lowest free one first, back when it closes.
+#[derive(Debug)]
+pub struct PortBlocks {
+    first_port: u16,
+    width: u16,
+    /// Blocks given back, by index.
+    free: std::collections::BTreeSet<u16>,
+    /// The lowest block never given out.
+    fresh: u16,
+}
+
+impl PortBlocks {
+    /// Blocks of `width` ports from `first_port`, shared by a server's
+    /// connections.
+    pub fn shared(first_port: u16, width: u16) -> Arc<std::sync::Mutex<PortBlocks>> {
+        Arc::new(std::sync::Mutex::new(PortBlocks {
+            first_port,
+            width,
+            free: std::collections::BTreeSet::new(),
+            fresh: 0,
+        }))
+    }
+
+    /// The first port of a free block, if the port range has one left.
+    pub fn take(&mut self) -> Option<u16> {
+        let index = match self.free.pop_first() {
+            Some(index) => index,
+            None => {
+                let index = self.fresh;
+                self.base(index)?;
+                self.fresh += 1;
+                index
+            }
+        };
+        self.base(index)
+    }
+
+    /// Gives back the block starting at `base`.
+    pub fn give_back(&mut self, base: u16) {
+        if let Some(offset) = base.checked_sub(self.first_port)
+            && self.width > 0
+        {
+            self.free.insert(offset / self.width);
+        }
+    }
+
+    /// The first port of block `index`, if the whole block fits.
+    fn base(&self, index: u16) -> Option<u16> {
+        let base = self.first_port.checked_add(index.checked_mul(self.width)?)?;
+        base.checked_add(self.width).map(|_| base)
+    }
+}

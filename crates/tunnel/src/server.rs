@@ -8,7 +8,7 @@ use crate::carrier;
 use crate::connect_udp::{self, AllowList, Refusal, UriTemplate};
 use crate::forward::ServerForwarding;
 use crate::h3::{H3Connection, RequestStream};
-use crate::limits::{ByteBudget, ServerLimits};
+use crate::limits::{ByteBudget, PortBlocks, ServerLimits};
 use crate::mode::{Mode, TunnelSettings};
 use crate::sampler::{Sampler, TunnelState};
 use crate::sender::{DatagramSender, SenderStats};
@@ -135,6 +135,10 @@ pub struct ServerApp {
     held: usize,
     /// Closed: its tunnels and queues are freed, its counters kept.
     released: bool,
+    /// The server's port blocks, if it takes one once established.
+    blocks: Option<Arc<std::sync::Mutex<PortBlocks>>>,
+    /// The first port of the block it took.
+    block: Option<u16>,
 }
 
 impl ServerApp {
@@ -165,6 +169,34 @@ impl ServerApp {
             budget: ByteBudget::shared(),
             held: 0,
             released: false,
+            blocks: None,
+            block: None,
+        }
+    }
+
+    /// Takes its target-facing ports from `blocks` once its connection is
+    /// established (a handshake that never completes holds none) instead
+    /// of those given to [`ServerApp::new`], and gives them back on
+    /// [`ServerApp::release`].
+    pub fn with_port_blocks(mut self, blocks: Arc<std::sync::Mutex<PortBlocks>>) -> ServerApp {
+        self.ports.clear();
+        self.blocks = Some(blocks);
+        self
+    }
+
+    /// Takes a block of ports if it waits for one.
+    fn take_block(&mut self) {
+        if self.block.is_some() {
+            return;
+        }
+        let Some(blocks) = &self.blocks else {
+            return;
+        };
+        let base = blocks.lock().ok().and_then(|mut b| b.take());
+        if let Some(base) = base {
+            let width = self.shared.limits.max_tunnels;
+            self.block = Some(base);
+            self.ports = (base..base + width).collect();
         }
     }
 
@@ -207,6 +239,11 @@ impl ServerApp {
         self.sender = carrier::sender(&self.shared.settings);
         self.h3 = H3Connection::default();
         self.sync_budget();
+        if let (Some(blocks), Some(base)) = (&self.blocks, self.block.take())
+            && let Ok(mut blocks) = blocks.lock()
+        {
+            blocks.give_back(base);
+        }
     }
 
     /// The ports of its tunnels, with their targets.
@@ -585,6 +622,7 @@ impl App for ServerApp {
             return;
         }
         self.client = self.client.or_else(|| session.remote());
+        self.take_block();
         self.h3.drive(session);
         let result = self
             .accept_requests(session)

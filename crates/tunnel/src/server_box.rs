@@ -4,13 +4,13 @@
 //! port on the server's IP, and everything else that reaches the node is
 //! forwarded unchanged (the node still routes).
 
-use crate::limits::ByteBudget;
+use crate::limits::{ByteBudget, PortBlocks};
 use crate::server::{ServerApp, ServerSample, ServerShared, ServerStats};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, EmbeddedEndpoint, QuicConfig};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How the tunnel server is set up.
 #[derive(Clone, Debug)]
@@ -32,12 +32,10 @@ pub struct TunnelServer {
     endpoint: EmbeddedEndpoint<ServerApp>,
     /// Target-facing port → connection (the endpoint's number for it).
     ports: BTreeMap<u16, u64>,
-    /// Live connection → the first port of its block.
-    blocks: BTreeMap<u64, u16>,
-    /// Port blocks never given out: the next one's index.
-    fresh: u16,
-    /// Port blocks given back by closed connections, oldest first.
-    free: VecDeque<u16>,
+    /// The live connections (neither closed nor given up).
+    live: BTreeSet<u64>,
+    /// The target-facing port blocks.
+    blocks: Arc<Mutex<PortBlocks>>,
     /// What all connections hold, against the total limit.
     budget: Arc<ByteBudget>,
     out: VecDeque<Transmit>,
@@ -52,13 +50,13 @@ impl TunnelServer {
         let mut endpoint = EmbeddedEndpoint::new(config.quic.clone(), config.addr, &label);
         endpoint.listen();
         endpoint.limit_handshakes(config.shared.limits.handshakes);
+        let blocks = PortBlocks::shared(config.first_port, config.shared.limits.max_tunnels);
         TunnelServer {
             config,
             endpoint,
             ports: BTreeMap::new(),
-            blocks: BTreeMap::new(),
-            fresh: 0,
-            free: VecDeque::new(),
+            live: BTreeSet::new(),
+            blocks,
             budget: ByteBudget::shared(),
             out: VecDeque::new(),
             passed: 0,
@@ -100,7 +98,7 @@ impl TunnelServer {
 
     /// Connections served now (neither closed nor given up).
     pub fn live_connections(&self) -> usize {
-        self.blocks.len()
+        self.live.len()
     }
 
     /// Handshakes under way from addresses not validated by a Retry.
@@ -116,37 +114,18 @@ impl TunnelServer {
 
     fn accept(&mut self, now: Time, datagram: Datagram) {
         let shared = &self.config.shared;
-        let width = shared.limits.max_tunnels;
-        let (first_port, live) = (self.config.first_port, self.blocks.len());
-        let (fresh, free) = (&mut self.fresh, &mut self.free);
-        let budget = &self.budget;
-        let mut taken = None;
+        let live = self.live.len();
+        let (budget, blocks) = (&self.budget, &self.blocks);
         let mut accept = || {
             if live >= shared.limits.max_connections {
                 return None;
             }
-            // Fresh blocks first: a closed connection's ports are not
-            // reused while others remain.
-            let base = match fresh_block(first_port, *fresh, width) {
-                Some(base) => {
-                    *fresh += 1;
-                    base
-                }
-                None => free.pop_front()?,
-            };
-            taken = Some(base);
-            let app = ServerApp::new(shared.clone(), base..base + width);
-            Some(app.with_budget(budget.clone()))
+            let app = ServerApp::new(shared.clone(), []);
+            Some(app.with_budget(budget.clone()).with_port_blocks(blocks.clone()))
         };
         self.endpoint.handle_datagram(now, datagram, &mut accept);
-        let accepted = self.endpoint.take_accepted();
-        match (taken, accepted) {
-            (Some(base), Some(id)) => {
-                self.blocks.insert(id, base);
-            }
-            // The Initial did not make a connection: the block is unused.
-            (Some(base), None) => self.free.push_front(base),
-            _ => {}
+        if let Some(id) = self.endpoint.take_accepted() {
+            self.live.insert(id);
         }
     }
 
@@ -154,9 +133,7 @@ impl TunnelServer {
     /// queues, their ports.
     fn release_closed(&mut self) {
         for id in self.endpoint.take_closed() {
-            if let Some(base) = self.blocks.remove(&id) {
-                self.free.push_back(base);
-            }
+            self.live.remove(&id);
             if let Some(app) = self.endpoint.app_mut(id) {
                 for (port, _) in app.tunnel_ports() {
                     self.ports.remove(&port);
@@ -188,11 +165,6 @@ impl TunnelServer {
     }
 }
 
-/// The first port of fresh block `index`, if the port range has room.
-fn fresh_block(first_port: u16, index: u16, width: u16) -> Option<u16> {
-    let base = first_port.checked_add(index.checked_mul(width)?)?;
-    base.checked_add(width).map(|_| base)
-}
 
 impl Middlebox for TunnelServer {
     fn handle_datagram(&mut self, now: Time, _from: Interface, datagram: Datagram) {
