@@ -111,10 +111,10 @@ fn flood(proxy: SocketAddr, initials: &[Vec<u8>], rate: u64, stop: &AtomicBool) 
         }
         i += 1;
         // Every source's replies, now and then (and at the end).
-        if i % 4096 == 0 {
+        if i.is_multiple_of(4096) {
             out.received_bytes += drain(&sockets, &mut buf);
         }
-        if rate > 0 && i % 64 == 0 {
+        if rate > 0 && i.is_multiple_of(64) {
             let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
         }

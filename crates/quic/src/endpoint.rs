@@ -609,10 +609,9 @@ impl<A: App> Core<A> {
             c.record.closed_at = Some(now);
             self.closed.push(seq);
         }
-        if c.handshake.is_some() && (c.drained || c.conn.is_closed() || !c.conn.is_handshaking()) {
-            if c.handshake.take().is_some_and(|h| h.unvalidated) {
-                self.unvalidated -= 1;
-            }
+        let ended = c.drained || c.conn.is_closed() || !c.conn.is_handshaking();
+        if ended && c.handshake.take().is_some_and(|h| h.unvalidated) {
+            self.unvalidated -= 1;
         }
         if self.limits.is_some() && c.drained && c.record.connected_at.is_none() {
             // A handshake that never completed: nothing worth keeping.

@@ -132,7 +132,9 @@ impl PortBlocks {
 
     /// The first port of block `index`, if the whole block fits.
     fn base(&self, index: u16) -> Option<u16> {
-        let base = self.first_port.checked_add(index.checked_mul(self.width)?)?;
+        let base = self
+            .first_port
+            .checked_add(index.checked_mul(self.width)?)?;
         base.checked_add(self.width).map(|_| base)
     }
 }

@@ -121,7 +121,10 @@ impl TunnelServer {
                 return None;
             }
             let app = ServerApp::new(shared.clone(), []);
-            Some(app.with_budget(budget.clone()).with_port_blocks(blocks.clone()))
+            Some(
+                app.with_budget(budget.clone())
+                    .with_port_blocks(blocks.clone()),
+            )
         };
         self.endpoint.handle_datagram(now, datagram, &mut accept);
         if let Some(id) = self.endpoint.take_accepted() {
@@ -164,7 +167,6 @@ impl TunnelServer {
         self.release_closed();
     }
 }
-
 
 impl Middlebox for TunnelServer {
     fn handle_datagram(&mut self, now: Time, _from: Interface, datagram: Datagram) {

@@ -182,5 +182,5 @@ fn what_the_server_holds_stays_within_its_byte_limits() {
     // capsule headers added on the streams may pass it by a few bytes a
     // packet.
     assert!(peak > limits.total_bytes * 9 / 10, "{peak}");
-    assert!(peak <= limits.total_bytes + 64 << 10, "{peak}");
+    assert!(peak <= limits.total_bytes + (64 << 10), "{peak}");
 }
