@@ -170,9 +170,18 @@ fn what_the_server_holds_stays_within_its_byte_limits() {
     let dropped: u64 = stats.iter().map(|s| s.dropped).sum();
     let (held, peak) = server.held_bytes();
     let blaster = sim.host::<Blaster>(chain.receiver).unwrap();
+    // The whole simulation's peak resident memory (clients, targets and
+    // noq-proto's send buffers included), for the record.
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            Some(line.trim_start_matches("VmHWM:").trim().to_string())
+        })
+        .unwrap_or_default();
     println!(
         "{CLIENTS} clients x {tunnels} tunnels: {} packets from targets, {dropped} dropped, \
-         {held} bytes held at the end, peak {peak} (limit {})",
+         {held} bytes held at the end, peak {peak} (limit {}); process peak RSS {hwm}",
         blaster.sent, limits.total_bytes
     );
     assert_eq!(opened, (CLIENTS * usize::from(tunnels)) as u64);
