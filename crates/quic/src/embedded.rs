@@ -4,7 +4,7 @@
 
 use crate::app::App;
 use crate::config::QuicConfig;
-use crate::endpoint::Core;
+use crate::endpoint::{Core, HandshakeLimits};
 use crate::metrics::ConnRecord;
 use crate::setup::EndpointSetup;
 use netsim::{Datagram, Time};
@@ -48,6 +48,42 @@ impl<A: App> EmbeddedEndpoint<A> {
         self.core
             .set_server_config(self.setup.server_config(&self.config, &gauge));
         self.accepting = true;
+    }
+
+    /// Bounds incoming handshakes ([`HandshakeLimits`]): Retry beyond a
+    /// number of unvalidated ones, a deadline for each. Connections whose
+    /// handshake never completed are then forgotten (no application, no
+    /// record) once drained or given up.
+    pub fn limit_handshakes(&mut self, limits: HandshakeLimits) {
+        self.core.limit_handshakes(limits);
+    }
+
+    /// Handshakes under way from addresses not validated by a Retry.
+    pub fn unvalidated_handshakes(&self) -> usize {
+        self.core.unvalidated_handshakes()
+    }
+
+    /// The connections closed (or given up) since the last call, by the
+    /// number [`EmbeddedEndpoint::take_accepted`] gave them.
+    pub fn take_closed(&mut self) -> Vec<u64> {
+        self.core.take_closed()
+    }
+
+    /// The number of the connection the last datagram created, if it
+    /// created one (an application `accept` made may be dropped unused:
+    /// the Initial failed to authenticate).
+    pub fn take_accepted(&mut self) -> Option<u64> {
+        self.core.take_accepted()
+    }
+
+    /// The application of connection `id`, if it is still kept.
+    pub fn app_mut(&mut self, id: u64) -> Option<&mut A> {
+        self.core.conn_mut(id).map(|c| &mut c.app)
+    }
+
+    /// The applications with their connections' numbers, mutably.
+    pub fn apps_by_id_mut(&mut self) -> impl Iterator<Item = (u64, &mut A)> + '_ {
+        self.core.conns_by_seq_mut().map(|(id, c)| (id, &mut c.app))
     }
 
     /// The endpoint's address.

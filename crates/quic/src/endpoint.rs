@@ -14,8 +14,8 @@ use crate::setup::EndpointSetup;
 use bytes::{Bytes, BytesMut};
 use netsim::{Datagram, Rate, Time};
 use noq_proto::{
-    ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, Event, FourTuple, Incoming, PathId,
-    ServerConfig,
+    ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointEvent, Event, FourTuple,
+    Incoming, PathId, ServerConfig,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::num::NonZeroUsize;
@@ -34,6 +34,41 @@ pub(crate) struct Conn<A> {
     /// Whether `record.stats` is behind the connection (see
     /// [`Core::refresh_stats`]).
     stats_stale: bool,
+    /// An accepted handshake not yet complete, under [`HandshakeLimits`].
+    handshake: Option<Handshake>,
+}
+
+/// Bounds on the handshakes a listening endpoint takes part in, so that a
+/// flood of Initials (from spoofed sources, say) neither fills it with
+/// connections that never complete nor makes it reflect more than it
+/// receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandshakeLimits {
+    /// With this many handshakes from unvalidated addresses under way, a
+    /// new Initial without a valid token is answered with a Retry (address
+    /// validation, RFC 9000 §8.1.2) instead of a handshake.
+    pub retry_threshold: usize,
+    /// A handshake not complete this long after its first Initial is given
+    /// up silently, and the connection forgotten.
+    pub timeout: Duration,
+}
+
+impl Default for HandshakeLimits {
+    fn default() -> HandshakeLimits {
+        HandshakeLimits {
+            retry_threshold: 64,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A handshake under [`HandshakeLimits`].
+#[derive(Clone, Copy, Debug)]
+struct Handshake {
+    /// When it is given up.
+    deadline: Time,
+    /// Whether the client's address was not validated (no Retry token).
+    unvalidated: bool,
 }
 
 /// A noq-proto endpoint driven in virtual time.
@@ -56,6 +91,15 @@ pub(crate) struct Core<A> {
     sample_interval: Option<Duration>,
     /// Datagrams to and from something beside the endpoint.
     channel: Option<DatagramChannel>,
+    /// Bounds on incoming handshakes; with them, connections whose
+    /// handshake never completed are forgotten once drained.
+    limits: Option<HandshakeLimits>,
+    /// Handshakes under way from unvalidated addresses.
+    unvalidated: usize,
+    /// Connections closed since the owner last asked, by sequence number.
+    closed: Vec<u64>,
+    /// The connection the last datagram created, if it did.
+    accepted: Option<u64>,
 }
 
 impl<A: App> Core<A> {
@@ -78,7 +122,32 @@ impl<A: App> Core<A> {
             buf: Vec::new(),
             sample_interval,
             channel: setup.channel.clone(),
+            limits: None,
+            unvalidated: 0,
+            closed: Vec::new(),
+            accepted: None,
         }
+    }
+
+    /// Bounds the handshakes of incoming connections (see
+    /// [`HandshakeLimits`]).
+    pub(crate) fn limit_handshakes(&mut self, limits: HandshakeLimits) {
+        self.limits = Some(limits);
+    }
+
+    /// Handshakes under way from unvalidated addresses.
+    pub(crate) fn unvalidated_handshakes(&self) -> usize {
+        self.unvalidated
+    }
+
+    /// The connections closed since the last call, by sequence number.
+    pub(crate) fn take_closed(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.closed)
+    }
+
+    /// The connection the last datagram created, if it did.
+    pub(crate) fn take_accepted(&mut self) -> Option<u64> {
+        self.accepted.take()
     }
 
     /// Lets the endpoint accept connections (the configuration used until
@@ -154,6 +223,7 @@ impl<A: App> Core<A> {
                     .map(|interval| first_tick(now, interval)),
                 drained: false,
                 stats_stale: false,
+                handshake: None,
             },
         );
     }
@@ -210,6 +280,26 @@ impl<A: App> Core<A> {
     ) {
         let instant = self.clock.instant(now);
         self.buf.clear();
+        let validated = incoming.remote_address_validated();
+        let mut incoming = incoming;
+        if let Some(limits) = self.limits
+            && !validated
+            && self.unvalidated >= limits.retry_threshold
+        {
+            match self.endpoint.retry(incoming, &mut self.buf) {
+                Ok(transmit) => {
+                    let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+                    self.outbox.push_back(Datagram::new(
+                        self.local_addr(),
+                        transmit.destination,
+                        payload,
+                    ));
+                    return;
+                }
+                // No source CID to retry with: handled as any other.
+                Err(error) => incoming = error.into_incoming(),
+            }
+        }
         let Some((config, gauge, app)) = accept() else {
             let transmit = self.endpoint.refuse(incoming, &mut self.buf);
             let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
@@ -224,7 +314,18 @@ impl<A: App> Core<A> {
             .endpoint
             .accept(incoming, instant, &mut self.buf, Some(config))
         {
-            Ok((handle, conn)) => self.insert(now, handle, conn, gauge, app),
+            Ok((handle, conn)) => {
+                let seq = self.next_seq;
+                self.insert(now, handle, conn, gauge, app);
+                self.accepted = Some(seq);
+                if let (Some(limits), Some(c)) = (self.limits, self.conns.get_mut(&seq)) {
+                    c.handshake = Some(Handshake {
+                        deadline: now + limits.timeout,
+                        unvalidated: !validated,
+                    });
+                    self.unvalidated += usize::from(!validated);
+                }
+            }
             Err(error) => {
                 if let Some(transmit) = error.response {
                     let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
@@ -248,7 +349,35 @@ impl<A: App> Core<A> {
                 c.conn.handle_timeout(instant);
             }
         }
+        self.give_up_handshakes(now);
         self.process(now);
+    }
+
+    /// Gives up the handshakes past their deadline: each connection is
+    /// drained at once, without a packet (its peer never answered, or
+    /// never finished), and forgotten.
+    fn give_up_handshakes(&mut self, now: Time) {
+        let late: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.drained && c.handshake.is_some_and(|h| h.deadline <= now))
+            .map(|(&seq, _)| seq)
+            .collect();
+        for seq in late {
+            let Some(mut c) = self.conns.remove(&seq) else {
+                continue;
+            };
+            // Drained: the endpoint forgets its connection IDs and handle.
+            let _ = self
+                .endpoint
+                .handle_event(c.handle, EndpointEvent::drained());
+            self.live.remove(&c.handle.0);
+            if c.handshake.take().is_some_and(|h| h.unvalidated) {
+                self.unvalidated -= 1;
+            }
+            c.drained = true;
+            self.closed.push(seq);
+        }
     }
 
     /// Records the samples due by `now`, before an activation changes
@@ -323,7 +452,10 @@ impl<A: App> Core<A> {
         self.conns
             .values()
             .filter(|c| !c.drained)
-            .flat_map(|c| c.conn.poll_timeout().map(|i| self.clock.time(i)))
+            .flat_map(|c| {
+                let timer = c.conn.poll_timeout().map(|i| self.clock.time(i));
+                timer.into_iter().chain(c.handshake.map(|h| h.deadline))
+            })
             .min()
     }
 
@@ -343,6 +475,17 @@ impl<A: App> Core<A> {
     /// The connections, mutably, in creation order.
     pub(crate) fn conns_mut(&mut self) -> impl Iterator<Item = &mut Conn<A>> + '_ {
         self.conns.values_mut()
+    }
+
+    /// The connections with their sequence numbers, mutably, in creation
+    /// order.
+    pub(crate) fn conns_by_seq_mut(&mut self) -> impl Iterator<Item = (u64, &mut Conn<A>)> + '_ {
+        self.conns.iter_mut().map(|(&seq, c)| (seq, c))
+    }
+
+    /// The connection with sequence number `seq`, mutably.
+    pub(crate) fn conn_mut(&mut self, seq: u64) -> Option<&mut Conn<A>> {
+        self.conns.get_mut(&seq)
     }
 
     /// Drives every live connection's application (its owner changed
@@ -462,8 +605,18 @@ impl<A: App> Core<A> {
             c.app
                 .drive(&mut Session::new(&mut c.conn, now, instant, &c.gauge));
         }
-        if c.conn.is_closed() {
-            c.record.closed_at.get_or_insert(now);
+        if c.conn.is_closed() && c.record.closed_at.is_none() {
+            c.record.closed_at = Some(now);
+            self.closed.push(seq);
+        }
+        let ended = c.drained || c.conn.is_closed() || !c.conn.is_handshaking();
+        if ended && c.handshake.take().is_some_and(|h| h.unvalidated) {
+            self.unvalidated -= 1;
+        }
+        if self.limits.is_some() && c.drained && c.record.connected_at.is_none() {
+            // A handshake that never completed: nothing worth keeping.
+            self.conns.remove(&seq);
+            return;
         }
         if !c.stats_stale {
             c.stats_stale = true;

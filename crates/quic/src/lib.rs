@@ -186,6 +186,7 @@ pub use clock::SimClock;
 pub use config::{AckFrequency, LossDetection, QuicConfig};
 pub use controllers::SharedFactory;
 pub use embedded::EmbeddedEndpoint;
+pub use endpoint::HandshakeLimits;
 pub use keylog::KeyLog;
 pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,

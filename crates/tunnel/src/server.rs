@@ -8,6 +8,7 @@ use crate::carrier;
 use crate::connect_udp::{self, AllowList, Refusal, UriTemplate};
 use crate::forward::ServerForwarding;
 use crate::h3::{H3Connection, RequestStream};
+use crate::limits::{ByteBudget, PortBlocks, ServerLimits};
 use crate::mode::{Mode, TunnelSettings};
 use crate::sampler::{Sampler, TunnelState};
 use crate::sender::{DatagramSender, SenderStats};
@@ -21,11 +22,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The most request streams one connection may have waiting for HEADERS.
-const MAX_PENDING: usize = 32;
-/// The most tunnels one connection may open.
-const MAX_TUNNELS: usize = 16;
-/// The most packets from a target held for the tunnel between drives.
+/// The most packets from a target held for the tunnel between drives
+/// (their bytes are bounded by [`ServerLimits`]).
 const MAX_FROM_TARGET: usize = 4096;
 /// HTTP/3 error codes (RFC 9114 §8.1).
 const H3_GENERAL_PROTOCOL_ERROR: u32 = 0x101;
@@ -39,6 +37,21 @@ struct ServerTunnel {
     next: usize,
     forwarding: ServerForwarding,
     from_target: VecDeque<Bytes>,
+    /// The bytes in `from_target`.
+    from_bytes: usize,
+}
+
+impl ServerTunnel {
+    /// Bytes from the target held for this tunnel: waiting, or queued on
+    /// its streams.
+    fn held_bytes(&self) -> usize {
+        self.from_bytes
+            + self
+                .streams
+                .iter()
+                .map(RequestStream::outgoing_bytes)
+                .sum::<usize>()
+    }
 }
 
 /// A sample of the tunnel server's sending state (TECC Figure 4).
@@ -71,7 +84,7 @@ pub struct ServerStats {
     pub to_targets: u64,
     /// Packets from targets into the tunnel (or forwarded).
     pub from_targets: u64,
-    /// Packets from targets dropped (queue full).
+    /// Packets from targets dropped (a packet or byte limit reached).
     pub dropped: u64,
     /// TUNNEL_INFO capsules sent.
     pub feedback: u64,
@@ -92,6 +105,8 @@ pub struct ServerShared {
     pub allow: Arc<AllowList>,
     /// Sample the sending state this often (default: never).
     pub sample_interval: Option<Duration>,
+    /// The server's limits.
+    pub limits: ServerLimits,
 }
 
 /// The tunnel server's application on one connection.
@@ -114,6 +129,16 @@ pub struct ServerApp {
     next_sample: Option<Time>,
     stats: ServerStats,
     error: Option<String>,
+    /// What every connection of the server holds together.
+    budget: Arc<ByteBudget>,
+    /// The bytes this connection last counted in the budget.
+    held: usize,
+    /// Closed: its tunnels and queues are freed, its counters kept.
+    released: bool,
+    /// The server's port blocks, if it takes one once established.
+    blocks: Option<Arc<std::sync::Mutex<PortBlocks>>>,
+    /// The first port of the block it took.
+    block: Option<u16>,
 }
 
 impl ServerApp {
@@ -123,6 +148,7 @@ impl ServerApp {
         let settings = &shared.settings;
         let sender = carrier::sender(settings);
         let sampler = settings.feedback.then(|| Sampler::new(settings.sampler));
+        let max_tunnels = usize::from(shared.limits.max_tunnels);
         ServerApp {
             shared,
             h3: H3Connection::default(),
@@ -130,7 +156,7 @@ impl ServerApp {
             tunnels: Vec::new(),
             sender,
             sampler,
-            ports: ports.into_iter().take(MAX_TUNNELS).collect(),
+            ports: ports.into_iter().take(max_tunnels).collect(),
             to_targets: Vec::new(),
             forwarded_out: Vec::new(),
             client: None,
@@ -140,6 +166,83 @@ impl ServerApp {
             next_sample: None,
             stats: ServerStats::default(),
             error: None,
+            budget: ByteBudget::shared(),
+            held: 0,
+            released: false,
+            blocks: None,
+            block: None,
+        }
+    }
+
+    /// Takes its target-facing ports from `blocks` once its connection is
+    /// established (a handshake that never completes holds none) instead
+    /// of those given to [`ServerApp::new`], and gives them back on
+    /// [`ServerApp::release`].
+    pub fn with_port_blocks(mut self, blocks: Arc<std::sync::Mutex<PortBlocks>>) -> ServerApp {
+        self.ports.clear();
+        self.blocks = Some(blocks);
+        self
+    }
+
+    /// Takes a block of ports if it waits for one.
+    fn take_block(&mut self) {
+        if self.block.is_some() {
+            return;
+        }
+        let Some(blocks) = &self.blocks else {
+            return;
+        };
+        let base = blocks.lock().ok().and_then(|mut b| b.take());
+        if let Some(base) = base {
+            let width = self.shared.limits.max_tunnels;
+            self.block = Some(base);
+            self.ports = (base..base + width).collect();
+        }
+    }
+
+    /// Counts what it holds in `budget`, shared with the server's other
+    /// connections (by default it has one of its own).
+    pub fn with_budget(mut self, budget: Arc<ByteBudget>) -> ServerApp {
+        self.budget = budget;
+        self
+    }
+
+    /// Bytes from targets it holds: its tunnels' and its datagram queue's.
+    pub fn held_bytes(&self) -> usize {
+        self.tunnels
+            .iter()
+            .map(ServerTunnel::held_bytes)
+            .sum::<usize>()
+            + self.sender.queued_bytes()
+    }
+
+    /// Brings its share of the budget up to date.
+    fn sync_budget(&mut self) {
+        let held = self.held_bytes();
+        self.budget.update(self.held, held);
+        self.held = held;
+    }
+
+    /// The connection closed: frees its tunnels, requests and queues (its
+    /// counters, samples and error stay). It is never driven again.
+    pub fn release(&mut self) {
+        if self.released {
+            return;
+        }
+        self.stats = self.stats();
+        self.released = true;
+        self.tunnels = Vec::new();
+        self.pending = Vec::new();
+        self.ports = VecDeque::new();
+        self.to_targets = Vec::new();
+        self.forwarded_out = Vec::new();
+        self.sender = carrier::sender(&self.shared.settings);
+        self.h3 = H3Connection::default();
+        self.sync_budget();
+        if let (Some(blocks), Some(base)) = (&self.blocks, self.block.take())
+            && let Ok(mut blocks) = blocks.lock()
+        {
+            blocks.give_back(base);
         }
     }
 
@@ -157,11 +260,20 @@ impl ServerApp {
         if source != tunnel.target {
             return;
         }
-        if tunnel.from_target.len() >= MAX_FROM_TARGET {
+        let limits = &self.shared.limits;
+        let size = payload.len();
+        if tunnel.from_target.len() >= MAX_FROM_TARGET
+            || tunnel.held_bytes() + size > limits.tunnel_bytes
+            || self.held + size > limits.connection_bytes
+            || self.budget.held() + size > limits.total_bytes
+        {
             self.stats.dropped += 1;
             return;
         }
+        tunnel.from_bytes += size;
         tunnel.from_target.push_back(payload);
+        self.budget.update(self.held, self.held + size);
+        self.held += size;
     }
 
     /// Whether a packet from `source` beside the tunnel is a forwarded one
@@ -201,6 +313,9 @@ impl ServerApp {
 
     /// The counters.
     pub fn stats(&self) -> ServerStats {
+        if self.released {
+            return self.stats;
+        }
         let forwarded = carrier::sum_forwarded(self.tunnels.iter().map(|t| t.forwarding.forwarded));
         ServerStats {
             sender: self.sender.stats(),
@@ -233,7 +348,7 @@ impl ServerApp {
     /// Handles request streams whose HEADERS arrived.
     fn accept_requests(&mut self, session: &mut Session<'_>) -> Result<(), String> {
         while let Some(id) = session.accept_bi() {
-            if self.pending.len() >= MAX_PENDING {
+            if self.pending.len() >= self.shared.limits.max_pending {
                 return Err("too many requests waiting".into());
             }
             self.pending.push(RequestStream::new(id));
@@ -316,6 +431,7 @@ impl ServerApp {
             next: 0,
             forwarding: ServerForwarding::default(),
             from_target: VecDeque::new(),
+            from_bytes: 0,
         });
     }
 
@@ -379,6 +495,7 @@ impl ServerApp {
         let mode = self.shared.settings.mode;
         for tunnel in &mut self.tunnels {
             while let Some(packet) = tunnel.from_target.pop_front() {
+                tunnel.from_bytes -= packet.len();
                 self.stats.from_targets += 1;
                 if mode == Mode::Forwarding
                     && let Some(wire) = tunnel.forwarding.from_target(&packet)
@@ -501,10 +618,11 @@ impl ServerApp {
 impl App for ServerApp {
     fn drive(&mut self, session: &mut Session<'_>) {
         self.catch_up_samples(session.now());
-        if self.error.is_some() || !session.is_connected() {
+        if self.released || self.error.is_some() || !session.is_connected() {
             return;
         }
         self.client = self.client.or_else(|| session.remote());
+        self.take_block();
         self.h3.drive(session);
         let result = self
             .accept_requests(session)
@@ -513,6 +631,7 @@ impl App for ServerApp {
         if let Some(error) = error {
             session.close(H3_GENERAL_PROTOCOL_ERROR, b"HTTP/3 error");
             self.error = Some(error);
+            self.sync_budget();
             return;
         }
         self.send_to_client();
@@ -523,6 +642,7 @@ impl App for ServerApp {
             }
         }
         self.sender.drive(session);
+        self.sync_budget();
         self.keep_state(session);
     }
 

@@ -4,16 +4,13 @@
 //! port on the server's IP, and everything else that reaches the node is
 //! forwarded unchanged (the node still routes).
 
+use crate::limits::{ByteBudget, PortBlocks};
 use crate::server::{ServerApp, ServerSample, ServerShared, ServerStats};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, EmbeddedEndpoint, QuicConfig};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-
-/// Target-facing ports given to each connection.
-const PORTS_PER_CONNECTION: u16 = 16;
-/// The most connections a server accepts.
-const MAX_CONNECTIONS: usize = 1024;
+use std::sync::{Arc, Mutex};
 
 /// How the tunnel server is set up.
 #[derive(Clone, Debug)]
@@ -33,9 +30,14 @@ pub struct TunnelServerConfig {
 pub struct TunnelServer {
     config: TunnelServerConfig,
     endpoint: EmbeddedEndpoint<ServerApp>,
-    /// Target-facing port → connection index.
-    ports: BTreeMap<u16, usize>,
-    connections: usize,
+    /// Target-facing port → connection (the endpoint's number for it).
+    ports: BTreeMap<u16, u64>,
+    /// The live connections (neither closed nor given up).
+    live: BTreeSet<u64>,
+    /// The target-facing port blocks.
+    blocks: Arc<Mutex<PortBlocks>>,
+    /// What all connections hold, against the total limit.
+    budget: Arc<ByteBudget>,
     out: VecDeque<Transmit>,
     /// Datagrams forwarded unchanged (not for the tunnel server).
     passed: u64,
@@ -47,11 +49,15 @@ impl TunnelServer {
         let label = format!("tunnel-server/{}", config.addr);
         let mut endpoint = EmbeddedEndpoint::new(config.quic.clone(), config.addr, &label);
         endpoint.listen();
+        endpoint.limit_handshakes(config.shared.limits.handshakes);
+        let blocks = PortBlocks::shared(config.first_port, config.shared.limits.max_tunnels);
         TunnelServer {
             config,
             endpoint,
             ports: BTreeMap::new(),
-            connections: 0,
+            live: BTreeSet::new(),
+            blocks,
+            budget: ByteBudget::shared(),
             out: VecDeque::new(),
             passed: 0,
         }
@@ -90,33 +96,62 @@ impl TunnelServer {
         self.passed
     }
 
+    /// Connections served now (neither closed nor given up).
+    pub fn live_connections(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Handshakes under way from addresses not validated by a Retry.
+    pub fn unvalidated_handshakes(&self) -> usize {
+        self.endpoint.unvalidated_handshakes()
+    }
+
+    /// Bytes from targets the connections hold now, and the most they held
+    /// at once (the accounted memory [`crate::ServerLimits`] bounds).
+    pub fn held_bytes(&self) -> (usize, usize) {
+        (self.budget.held(), self.budget.peak())
+    }
+
     fn accept(&mut self, now: Time, datagram: Datagram) {
-        let (shared, first_port) = (&self.config.shared, self.config.first_port);
-        let connections = &mut self.connections;
+        let shared = &self.config.shared;
+        let live = self.live.len();
+        let (budget, blocks) = (&self.budget, &self.blocks);
         let mut accept = || {
-            if *connections >= MAX_CONNECTIONS {
+            if live >= shared.limits.max_connections {
                 return None;
             }
-            let base = first_port.checked_add(
-                u16::try_from(*connections)
-                    .ok()?
-                    .checked_mul(PORTS_PER_CONNECTION)?,
-            )?;
-            *connections += 1;
-            Some(ServerApp::new(
-                shared.clone(),
-                base..base + PORTS_PER_CONNECTION,
-            ))
+            let app = ServerApp::new(shared.clone(), []);
+            Some(
+                app.with_budget(budget.clone())
+                    .with_port_blocks(blocks.clone()),
+            )
         };
         self.endpoint.handle_datagram(now, datagram, &mut accept);
+        if let Some(id) = self.endpoint.take_accepted() {
+            self.live.insert(id);
+        }
+    }
+
+    /// Frees what closed connections held: their applications' tunnels and
+    /// queues, their ports.
+    fn release_closed(&mut self) {
+        for id in self.endpoint.take_closed() {
+            self.live.remove(&id);
+            if let Some(app) = self.endpoint.app_mut(id) {
+                for (port, _) in app.tunnel_ports() {
+                    self.ports.remove(&port);
+                }
+                app.release();
+            }
+        }
     }
 
     /// Collects what the applications produced.
     fn collect(&mut self, now: Time) {
         let ip = self.config.addr.ip();
-        for (index, app) in self.endpoint.apps_mut().enumerate() {
+        for (id, app) in self.endpoint.apps_by_id_mut() {
             for (port, _) in app.tunnel_ports() {
-                self.ports.insert(port, index);
+                self.ports.insert(port, id);
             }
             for (port, target, payload) in app.take_to_targets() {
                 let datagram = Datagram::new(SocketAddr::new(ip, port), target, payload);
@@ -129,6 +164,7 @@ impl TunnelServer {
                 }
             }
         }
+        self.release_closed();
     }
 }
 
@@ -145,9 +181,9 @@ impl Middlebox for TunnelServer {
                 None => self.accept(now, datagram),
             }
         } else if datagram.dst.ip() == addr.ip()
-            && let Some(&index) = self.ports.get(&datagram.dst.port())
+            && let Some(&id) = self.ports.get(&datagram.dst.port())
         {
-            if let Some(app) = self.endpoint.apps_mut().nth(index) {
+            if let Some(app) = self.endpoint.app_mut(id) {
                 app.from_target(datagram.dst.port(), datagram.src, datagram.payload);
             }
             self.endpoint.drive(now);

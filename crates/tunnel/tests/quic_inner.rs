@@ -49,6 +49,7 @@ fn download(
                 template: tunnel::UriTemplate::default(),
                 allow: std::sync::Arc::new(tunnel::AllowList::default()),
                 sample_interval: None,
+                limits: tunnel::ServerLimits::default(),
             },
             first_port: 20_000,
         };

@@ -235,6 +235,7 @@ impl Tecc {
                 template: UriTemplate::default(),
                 allow: Arc::new(allow),
                 sample_interval,
+                limits: tunnel::ServerLimits::default(),
             },
             first_port: FIRST_PORT,
         })

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tunnel::{
-    AllowList, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
+    AllowList, ServerLimits, ServerShared, TunnelClientConfig, TunnelClientHost, TunnelServer,
     TunnelServerConfig, TunnelSettings, UriTemplate,
 };
 
@@ -47,15 +47,28 @@ pub(crate) fn client_config(seed: Seed, settings: &TunnelSettings) -> TunnelClie
 
 /// The tunnel server, allowing the server only.
 pub(crate) fn server(seed: Seed, settings: &TunnelSettings) -> TunnelServer {
+    server_with(seed, settings, ServerLimits::default(), 1)
+}
+
+/// The tunnel server with `limits`, allowing `ports` ports of the server
+/// from its port.
+pub(crate) fn server_with(
+    seed: Seed,
+    settings: &TunnelSettings,
+    limits: ServerLimits,
+    ports: u16,
+) -> TunnelServer {
     let target = addr(SERVER);
+    let last = target.port() + ports - 1;
     TunnelServer::new(TunnelServerConfig {
         addr: addr(PROXY),
         quic: outer(seed),
         shared: ServerShared {
             settings: settings.clone(),
             template: UriTemplate::default(),
-            allow: Arc::new(AllowList::default().allow(target.ip(), target.port()..=target.port())),
+            allow: Arc::new(AllowList::default().allow(target.ip(), target.port()..=last)),
             sample_interval: None,
+            limits,
         },
         first_port: 20_000,
     })

@@ -1,0 +1,140 @@
+//! The tunnel server's limits: how many connections it serves, how many
+//! tunnels and waiting requests each may have, how many bytes from targets
+//! it holds for a tunnel, a connection and all of them, and how it bounds
+//! handshakes (Retry under load, a deadline for each).
+
+use quic::HandshakeLimits;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The tunnel server's limits (the defaults are its reference values,
+/// docs/tecc.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Connections served at once (live: neither closed nor given up);
+    /// another client is refused (CONNECTION_REFUSED) until one closes.
+    pub max_connections: usize,
+    /// Tunnels one connection may open; each has a target-facing port of
+    /// its own, from a block of this many ports per connection.
+    pub max_tunnels: u16,
+    /// Request streams one connection may have waiting for their HEADERS;
+    /// one more closes the connection.
+    pub max_pending: usize,
+    /// Bytes from a target held for one tunnel (waiting for the tunnel or
+    /// queued on its request streams); a packet beyond is dropped.
+    pub tunnel_bytes: usize,
+    /// Bytes held for one connection: its tunnels' and its datagram
+    /// queue's (which also has the tunnel's own `queue_limit`).
+    pub connection_bytes: usize,
+    /// Bytes held for all connections together.
+    pub total_bytes: usize,
+    /// Handshakes: Retry beyond a number of unvalidated ones, and a
+    /// deadline for each.
+    pub handshakes: HandshakeLimits,
+}
+
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits {
+            max_connections: 1024,
+            max_tunnels: 16,
+            max_pending: 32,
+            tunnel_bytes: 16 << 20,
+            connection_bytes: 64 << 20,
+            total_bytes: 1 << 30,
+            handshakes: HandshakeLimits::default(),
+        }
+    }
+}
+
+/// The bytes every connection of a server holds, against
+/// [`ServerLimits::total_bytes`], and the most it ever held.
+#[derive(Debug, Default)]
+pub struct ByteBudget {
+    held: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl ByteBudget {
+    /// A shared, empty budget.
+    pub fn shared() -> Arc<ByteBudget> {
+        Arc::new(ByteBudget::default())
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes held at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// One holder's bytes went from `before` to `after`.
+    pub(crate) fn update(&self, before: usize, after: usize) {
+        if after >= before {
+            let now = self.held.fetch_add(after - before, Ordering::Relaxed) + (after - before);
+            self.peak.fetch_max(now, Ordering::Relaxed);
+        } else {
+            self.held.fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The blocks of target-facing ports a server gives its connections: one
+/// block of `width` ports from `first_port` on to each established
+/// connection, the lowest free one first, back when it closes.
+#[derive(Debug)]
+pub struct PortBlocks {
+    first_port: u16,
+    width: u16,
+    /// Blocks given back, by index.
+    free: std::collections::BTreeSet<u16>,
+    /// The lowest block never given out.
+    fresh: u16,
+}
+
+impl PortBlocks {
+    /// Blocks of `width` ports from `first_port`, shared by a server's
+    /// connections.
+    pub fn shared(first_port: u16, width: u16) -> Arc<std::sync::Mutex<PortBlocks>> {
+        Arc::new(std::sync::Mutex::new(PortBlocks {
+            first_port,
+            width,
+            free: std::collections::BTreeSet::new(),
+            fresh: 0,
+        }))
+    }
+
+    /// The first port of a free block, if the port range has one left.
+    pub fn take(&mut self) -> Option<u16> {
+        let index = match self.free.pop_first() {
+            Some(index) => index,
+            None => {
+                let index = self.fresh;
+                self.base(index)?;
+                self.fresh += 1;
+                index
+            }
+        };
+        self.base(index)
+    }
+
+    /// Gives back the block starting at `base`.
+    pub fn give_back(&mut self, base: u16) {
+        if let Some(offset) = base.checked_sub(self.first_port)
+            && self.width > 0
+        {
+            self.free.insert(offset / self.width);
+        }
+    }
+
+    /// The first port of block `index`, if the whole block fits.
+    fn base(&self, index: u16) -> Option<u16> {
+        let base = self
+            .first_port
+            .checked_add(index.checked_mul(self.width)?)?;
+        base.checked_add(self.width).map(|_| base)
+    }
+}
