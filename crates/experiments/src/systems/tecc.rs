@@ -8,7 +8,7 @@
 //!
 //! ```toml
 //! middle = { kind = "tecc", mode = "rmdt", tunnel_cc = "bbr" }
-//! # mode: mst, msgt (group = 4), mdt, rmdt, mft, tecc; tunnel_cc: none, cubic, bbr
+//! # mode: mst, msgt (group = 4), mdt, rmdt, mft, tecc; tunnel_cc: none, cubic, bbr, bbr3
 //! # (default: bbr for tecc, none otherwise); outer_payload = 1350;
 //! # queue_limit = "4MB"; max_retransmissions = 4
 //! # tunnel_rate = "pacing" | "sent" (mode tecc: what the feedback reports
@@ -71,6 +71,8 @@ pub enum TunnelCc {
     Cubic,
     /// BBR (ours, deterministic).
     Bbr,
+    /// BBRv3 (noq-proto's, its probe timing seeded from the trial's seed).
+    Bbr3,
 }
 
 /// The TECC tunnel's settings.
@@ -207,6 +209,7 @@ impl Tecc {
             TunnelCc::None => cc::Controller::None,
             TunnelCc::Cubic => cc::Controller::Cubic,
             TunnelCc::Bbr => cc::Controller::Bbr,
+            TunnelCc::Bbr3 => cc::Controller::NoqBbr3,
         };
         let clock = SimClock::new();
         let built = controller.build(&cc::ControllerContext::new(seed, clock));
