@@ -96,7 +96,7 @@ impl Host for Withholding {
         loop {
             let datagram = self.inner.poll_transmit(now)?;
             self.sent += 1;
-            if self.sent <= self.after || self.sent % self.cycle == 0 {
+            if self.sent <= self.after || self.sent.is_multiple_of(self.cycle) {
                 return Some(datagram);
             }
             self.withheld += 1;
@@ -287,7 +287,7 @@ fn flood(
                     break;
                 }
                 // Paced in bursts of 100.
-                if k % 100 == 0 {
+                if k.is_multiple_of(100) {
                     let due = Duration::from_secs_f64(f64::from(k) / rate as f64);
                     if let Some(wait) = due.checked_sub(start.elapsed()) {
                         std::thread::sleep(wait);
