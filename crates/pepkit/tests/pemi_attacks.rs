@@ -8,7 +8,9 @@
 //! - A flood of spoofed client Initials (each from its own address, sent
 //!   from the client's namespace through the router) does not push a real
 //!   connection out of protection: the legitimate download keeps its
-//!   goodput and PEMI keeps repairing its losses.
+//!   goodput and PEMI keeps repairing its losses. A million of them, with
+//!   the user-space forwarder as the control, is a measurement run on
+//!   demand (`a_million_spoofed_initials_measured`).
 //!
 //! Needs root and network namespaces; skips with the reason otherwise
 //! (fails with `PEPKIT_REQUIRE_REAL=1`). One test at a time.
