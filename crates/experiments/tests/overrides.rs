@@ -201,3 +201,43 @@ fn the_same_overrides_give_the_same_files_and_record_themselves() {
     let summary = String::from_utf8(plain[&PathBuf::from("summary.json")].clone()).unwrap();
     assert!(!summary.contains("overrides"));
 }
+
+#[test]
+fn a_variants_own_keys_set_on_it_reach_it() {
+    // A sweep given to a variant sweeps it; no warning says otherwise.
+    let file = load(&[
+        r#"variant.plain.sweep={ field = "hops.far.delay", values = [7, 8], unit = "ms" }"#,
+    ]);
+    assert_eq!(
+        far_delay(&file, "plain, delay = 7ms"),
+        Duration::from_millis(7)
+    );
+    assert_eq!(
+        far_delay(&file, "plain, delay = 8ms"),
+        Duration::from_millis(8)
+    );
+    assert!(file.shadowed.is_empty(), "{:?}", file.shadowed);
+    let file = load(&[
+        "variant.swept.sweep.values=[40]",
+        "variant.plain.name=renamed",
+    ]);
+    assert_eq!(
+        far_delay(&file, "swept, delay = 40ms"),
+        Duration::from_millis(40)
+    );
+    assert!(file.variants.iter().any(|v| v.name == "renamed"));
+    assert!(file.shadowed.is_empty(), "{:?}", file.shadowed);
+}
+
+#[test]
+fn a_name_that_is_not_one_directory_is_refused() {
+    for name in ["../../victim", "/tmp/abs", "..", ".", "", "a\\\\b", "a..b"] {
+        let message = error(&[&format!("name={name:?}")]);
+        assert!(message.contains("`name`"), "{name:?}: {message}");
+        assert!(message.contains("results/NAME"), "{name:?}: {message}");
+    }
+    assert_eq!(
+        load(&["name=\"odd, name (1%)\""]).base.name,
+        "odd, name (1%)"
+    );
+}

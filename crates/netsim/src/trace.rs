@@ -40,12 +40,23 @@ pub enum TraceError {
     #[error("trace has no timestamps")]
     Empty,
     /// A line is not a non-negative integer number of milliseconds.
-    #[error("trace line {line}: expected a non-negative integer (milliseconds), got {content:?}")]
+    #[error(
+        "trace line {line}: expected a non-negative integer (milliseconds), {}",
+        match excerpt {
+            Some(excerpt) => format!("got {excerpt:?}"),
+            None => "and no line before it is one: this is not a mahimahi trace \
+                     (its content is not shown)".to_string(),
+        }
+    )]
     InvalidLine {
         /// 1-based line number.
         line: usize,
-        /// The offending text (truncated to 40 characters).
-        content: String,
+        /// The start of the offending line, only when the lines before it
+        /// are timestamps (the text looks like a trace): at most
+        /// [`CapacityTrace::EXCERPT_CHARS`] characters, anything but
+        /// printable ASCII replaced by `?`. An error about a file that is
+        /// not a trace quotes none of it.
+        excerpt: Option<String>,
     },
     /// A timestamp is smaller than the one before it.
     #[error(
@@ -115,6 +126,22 @@ fn gunzip(bytes: &[u8], path: Option<&Path>) -> Result<Vec<u8>, TraceError> {
     Ok(out)
 }
 
+/// The start of a bad line as an error may quote it: at most
+/// [`CapacityTrace::EXCERPT_CHARS`] characters, each one that is not
+/// printable ASCII replaced by `?`.
+fn excerpt(line: &str) -> String {
+    line.chars()
+        .take(CapacityTrace::EXCERPT_CHARS)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
 /// Parses decompressed trace bytes; bytes that are not UTF-8 end up in an
 /// [`TraceError::InvalidLine`] like any other non-number.
 fn parse_bytes(bytes: &[u8]) -> Result<CapacityTrace, TraceError> {
@@ -126,11 +153,16 @@ impl CapacityTrace {
     /// some 8 million opportunities, 25 times the largest bundled trace.
     pub const MAX_BYTES: u64 = 64 << 20;
 
+    /// The most characters of a bad line an error quotes.
+    pub const EXCERPT_CHARS: usize = 16;
+
     /// Bytes one delivery opportunity can carry (mahimahi's 1500-byte MTU).
     pub const OPPORTUNITY_BYTES: u32 = 1500;
 
     /// Parses a trace from text. Blank lines and surrounding whitespace are
-    /// ignored; anything else that is not a non-negative integer is an error.
+    /// ignored; anything else that is not a non-negative integer is an error,
+    /// which quotes the line's start only when the lines before it are
+    /// timestamps (a text that is not a trace is never echoed).
     pub fn parse(text: &str) -> Result<CapacityTrace, TraceError> {
         let mut times_ms: Vec<u64> = Vec::new();
         for (index, raw) in text.lines().enumerate() {
@@ -140,7 +172,7 @@ impl CapacityTrace {
             }
             let value: u64 = line.parse().map_err(|_| TraceError::InvalidLine {
                 line: index + 1,
-                content: line.chars().take(40).collect(),
+                excerpt: (!times_ms.is_empty()).then(|| excerpt(line)),
             })?;
             if let Some(&previous) = times_ms.last()
                 && value < previous

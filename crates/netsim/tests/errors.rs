@@ -25,6 +25,27 @@ fn malformed_traces() {
 }
 
 #[test]
+fn trace_errors_quote_only_traces() {
+    // A file that is not a trace: its first line is not echoed.
+    let secret = "root:$6$secret:19000:0:99999:7:::\nuser:x\n";
+    let err = CapacityTrace::parse(secret).unwrap_err().to_string();
+    assert!(
+        err.contains("line 1") && err.contains("not a mahimahi trace"),
+        "{err}"
+    );
+    assert!(!err.contains("root") && !err.contains("secret"), "{err}");
+    let err = CapacityTrace::from_bytes(secret.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("root"), "{err}");
+    // A trace with a typo: a short, sanitised excerpt of the bad line.
+    let typo = "1\n2\n3x\u{1b}[2J and a very long tail of text\n";
+    let err = CapacityTrace::parse(typo).unwrap_err().to_string();
+    assert!(err.contains(r#"got "3x?[2J and a ver""#), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains("tail"), "{err}");
+}
+
+#[test]
 fn invalid_links() {
     let zero = LinkConfig::constant(ms(1), Rate::from_bps(0));
     assert_eq!(

@@ -398,51 +398,6 @@ fn a_flood_of_spoofed_initials_keeps_the_table_bounded() {
     assert_eq!(h.pemi.stats().handshakes_expired, 1000);
 }
 
-/// The resident set of this process, in KiB (Linux; `VmRSS` of
-/// /proc/self/status).
-fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// A measurement (run alone, for the resident set to be this test's):
-/// `cargo test -p pepkit-pemi --release --test engine million -- --ignored
-/// --nocapture`. One million spoofed client Initials, each from its own
-/// address, with the default bounds: the table stays at `max_handshakes`
-/// and the process grows by a bounded amount, however many arrive.
-#[test]
-#[ignore = "a measurement: run alone with --ignored --nocapture"]
-fn a_million_spoofed_initials_use_bounded_memory() {
-    let config = PemiConfig::default();
-    let bound = config.max_handshakes;
-    let mut h = protected(config);
-    let before = rss_kib();
-    let mut at_100k = None;
-    for k in 0..1_000_000u32 {
-        spoofed_initial(&mut h, k);
-        if k == 99_999 {
-            at_100k = rss_kib();
-        }
-    }
-    let after = rss_kib();
-    let stats = h.pemi.stats();
-    println!(
-        "1M spoofed Initials: tracked {}, evicted {}, RSS before {before:?} KiB, \
-         after 100k {at_100k:?} KiB, after 1M {after:?} KiB",
-        stats.tracked, stats.handshakes_evicted
-    );
-    assert_eq!(stats.tracked as usize, bound + 1, "{stats:?}");
-    assert_eq!(stats.handshakes_evicted, 1_000_000 - bound as u64);
-    if let (Some(at_100k), Some(after)) = (at_100k, after) {
-        // The last 900,000 Initials replace handshakes, they do not add.
-        assert!(
-            after <= at_100k + 8 * 1024,
-            "grew from {at_100k} to {after} KiB between 100k and 1M Initials"
-        );
-    }
-}
-
 #[test]
 fn a_timer_handled_late_after_the_connection_went_idle_returns() {
     // Real mode's timers fire late. An ICMP probe that fell due while the

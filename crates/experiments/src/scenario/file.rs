@@ -296,6 +296,10 @@ fn read(
     })
 }
 
+/// The keys of a `[[variant]]` that are the variant's own rather than
+/// scenario fields: `parse_variant` takes them out before merging.
+const VARIANT_KEYS: [&str; 3] = ["name", "paper", "sweep"];
+
 /// Which variants each override reaches: a variant's value of the field,
 /// after its own settings and its sweep, is the override's or it is not.
 struct Reach<'a> {
@@ -312,6 +316,16 @@ impl Reach<'_> {
         for set in 0..self.overrides.len() {
             let field = match &self.targets[set] {
                 Target::Base(field) => field,
+                // The variant's own keys (its name, paper values and
+                // sweep) are taken out before merging, and always reach it.
+                Target::Variant(of, field)
+                    if *of == index
+                        && field
+                            .first()
+                            .is_some_and(|key| VARIANT_KEYS.contains(&key.as_str())) =>
+                {
+                    continue;
+                }
                 Target::Variant(of, field) if *of == index => field,
                 _ => continue,
             };

@@ -25,6 +25,29 @@ pub const MAX_HOPS: usize = netsim::DEFAULT_TTL as usize;
 /// memory until the summary is written.
 pub const MAX_TRIALS: u32 = 100_000;
 
+/// What keeps `name` from being the results directory's name
+/// (`results/NAME`, a single directory inside `results/`), if anything:
+/// it is not empty and not `.`, and has no `/`, `\\`, `..` or NUL, so
+/// that nothing a run writes lands outside `results/`.
+fn name_problem(name: &str) -> Option<String> {
+    let allowed = "a scenario's name is its results directory, results/NAME: any text of up to \
+                   100 characters (letters, digits, spaces, punctuation) without `/`, `\\`, \
+                   `..` or NUL, not empty and not `.`";
+    let why = if name.is_empty() {
+        "is empty".to_string()
+    } else if name == "." {
+        "is `.`".to_string()
+    } else if let Some(bad) = ["/", "\\", "..", "\0"]
+        .iter()
+        .find(|bad| name.contains(**bad))
+    {
+        format!("{name:?} contains {bad:?}")
+    } else {
+        return None;
+    };
+    Some(format!("{why}; {allowed}"))
+}
+
 impl RawScenario {
     /// Validates the scenario.
     pub(crate) fn validate(self) -> Result<Scenario, Problem> {
@@ -131,6 +154,9 @@ impl RawScenario {
                     format!("has {} characters; at most {most}", text.chars().count()),
                 );
             }
+        }
+        if let Some(problem) = name_problem(&self.name) {
+            return fail("name", problem);
         }
         if self.trials == 0 {
             return fail("trials", "must be at least 1");
