@@ -410,7 +410,10 @@ fn spoofed_initials_do_not_push_a_real_connection_out_of_protection() {
         counter(b, "retransmissions") * 2 >= counter(a, "retransmissions"),
         "{a}\n{b}"
     );
-    assert!(flooded >= 0.75 * before, "{flooded} vs {before} Mbit/s");
+    // One download each at 1% loss: two runs of the same path differ by
+    // up to 1.5x (the spoofer's datagrams share the lossy link, so its
+    // losses fall on other packets), so the bound is half, not parity.
+    assert!(flooded >= 0.5 * before, "{flooded} vs {before} Mbit/s");
 }
 
 /// A measurement, not run by default (it takes about two minutes and loads
