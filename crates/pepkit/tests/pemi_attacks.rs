@@ -410,9 +410,9 @@ fn spoofed_initials_do_not_push_a_real_connection_out_of_protection() {
         counter(b, "retransmissions") * 2 >= counter(a, "retransmissions"),
         "{a}\n{b}"
     );
-    // One download each at 1% loss: two runs of the same path differ by
-    // up to 1.5x (the spoofer's datagrams share the lossy link, so its
-    // losses fall on other packets), so the bound is half, not parity.
+    // One download each at 1% loss on a shared machine: alone against
+    // flooded measured 2.99 against 4.59 and 7.42 against 6.08 Mbit/s,
+    // so the bound is half, not parity.
     assert!(flooded >= 0.5 * before, "{flooded} vs {before} Mbit/s");
 }
 
