@@ -17,11 +17,9 @@ use common::middle::Daemon;
 use emu::tcp::bulk::{
     BulkDirection, TcpBulkClient, TcpBulkClientConfig, TcpBulkServer, TcpBulkServerConfig,
 };
-use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
+use emu::{RealClock, Testbed, TestbedSpec};
 use netsim::{BufferLimit, HopConfig, Host, LinkConfig, LossModel, Probability, Rate, Seed};
-use quic::{
-    BulkClient, BulkReport, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer,
-};
+use quic::{BulkClient, BulkReport, QuicClient, QuicConfig};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -72,37 +70,20 @@ fn download<H: Host + Send + 'static>(
     wrap: impl FnOnce(QuicClient<BulkClient>) -> H,
     inner: impl FnOnce(&H) -> &QuicClient<BulkClient>,
 ) -> Option<BulkReport> {
-    let client = SocketAddr::new(CLIENT.into(), 5000);
-    let server = SocketAddr::new(SERVER.into(), 4433);
-    let stop = Arc::new(AtomicBool::new(false));
-    let deadline = testbed.clock().now() + Duration::from_secs(60);
-    let server_thread = testbed
-        .run_host(
-            testbed.server(),
-            QuicServer::new(config.clone(), server, BulkServerFactory),
-            vec![server],
-            &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
-        )
-        .expect("the server");
-    let host = wrap(QuicClient::new(
+    let ends = (
+        SocketAddr::new(CLIENT.into(), 5000),
+        SocketAddr::new(SERVER.into(), 4433),
+    );
+    common::middle::download(
+        testbed,
+        ends,
         config,
-        client,
-        server,
-        BulkClient::new(Direction::Download, SIZE),
-    ));
-    let client_run = testbed
-        .run_host(
-            testbed.client(),
-            host,
-            vec![client],
-            &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
-        )
-        .expect("the client")
-        .join()
-        .expect("the client's run");
-    stop.store(true, Ordering::Relaxed);
-    let server_run = server_thread.join().expect("the server's run");
-    BulkReport::from_hosts(inner(&client_run.host), &server_run.host)
+        SIZE,
+        Duration::from_secs(60),
+        wrap,
+        inner,
+    )
+    .report
 }
 
 #[test]

@@ -17,12 +17,12 @@
 
 mod common;
 
-use common::middle::Daemon;
-use emu::{HostRunSpec, RealClock, RunUntil, Testbed, TestbedSpec};
+use common::middle::{Daemon, Download};
+use emu::{RealClock, Testbed, TestbedSpec};
 use netsim::{
     BufferLimit, Datagram, HopConfig, Host, LinkConfig, LossModel, Probability, Rate, Seed, Time,
 };
-use quic::{BulkClient, BulkServerFactory, Direction, QuicClient, QuicConfig, QuicServer};
+use quic::{BulkClient, QuicClient, QuicConfig};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -114,14 +114,6 @@ impl Host for Withholding {
     }
 }
 
-/// What a download left: the client host, the server's bytes sent, and
-/// the goodput if it completed.
-struct Download<H> {
-    client: H,
-    server_tx_bytes: u64,
-    goodput_mbps: Option<f64>,
-}
-
 /// A download of `size` bytes by `client` (wrapped by `wrap`) from our
 /// server, within `limit`.
 fn download<H: Host + Send + 'static>(
@@ -130,48 +122,13 @@ fn download<H: Host + Send + 'static>(
     size: u64,
     limit: Duration,
     wrap: impl FnOnce(QuicClient<BulkClient>) -> H,
-    inner: impl Fn(&H) -> &QuicClient<BulkClient>,
+    inner: impl FnOnce(&H) -> &QuicClient<BulkClient>,
 ) -> Download<H> {
-    let client = SocketAddr::new(CLIENT.into(), 5000);
-    let server = SocketAddr::new(SERVER.into(), 4433);
-    let stop = Arc::new(AtomicBool::new(false));
-    let deadline = testbed.clock().now() + limit;
-    let server_thread = testbed
-        .run_host(
-            testbed.server(),
-            QuicServer::new(config.clone(), server, BulkServerFactory),
-            vec![server],
-            &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
-        )
-        .expect("the server");
-    let host = wrap(QuicClient::new(
-        config,
-        client,
-        server,
-        BulkClient::new(Direction::Download, size),
-    ));
-    let client_run = testbed
-        .run_host(
-            testbed.client(),
-            host,
-            vec![client],
-            &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
-        )
-        .expect("the client")
-        .join()
-        .expect("the client's run");
-    stop.store(true, Ordering::Relaxed);
-    let server_run = server_thread.join().expect("the server's run");
-    let report = quic::BulkReport::from_hosts(inner(&client_run.host), &server_run.host);
-    Download {
-        server_tx_bytes: server_run
-            .host
-            .records()
-            .map(|r| r.stats.udp_tx_bytes)
-            .sum(),
-        goodput_mbps: report.map(|r| r.goodput.bits_per_sec() as f64 / 1e6),
-        client: client_run.host,
-    }
+    let ends = (
+        SocketAddr::new(CLIENT.into(), 5000),
+        SocketAddr::new(SERVER.into(), 4433),
+    );
+    common::middle::download(testbed, ends, config, size, limit, wrap, inner)
 }
 
 /// ACK every packet, as Table 4's PEMI rows: the most replies to withhold.
@@ -242,7 +199,7 @@ fn withheld_replies_cannot_make_pemi_send_more_than_1_1x() {
         counter(system, "inferred_lost"),
         counter(system, "withheld_cap"),
         counter(system, "backoffs"),
-        run.goodput_mbps,
+        run.goodput_mbps(),
     );
     assert!(run.client.withheld > 1000, "too few replies withheld");
     assert!(protected > 1000, "{system}");
@@ -354,7 +311,7 @@ fn flooded_download(testbed: &Testbed, middle: &str, size: u64, rate: u64, most:
     let stopped = daemon.stop();
     assert!(stopped.status.success(), "{:?}", stopped.status);
     Flooded {
-        goodput_mbps: run.goodput_mbps,
+        goodput_mbps: run.goodput_mbps(),
         sent: sent.load(Ordering::Relaxed),
         system: stopped.stats["system"].clone(),
     }

@@ -102,3 +102,77 @@ impl Daemon {
         Stopped { status, stats, log }
     }
 }
+
+/// What a download through a testbed left: the client host after its
+/// run, the bytes the server sent, and the report if it completed.
+pub(crate) struct Download<H> {
+    /// The client host (as wrapped), after its run.
+    pub(crate) client: H,
+    /// UDP bytes the server sent.
+    pub(crate) server_tx_bytes: u64,
+    /// The transfer's report, if it completed.
+    pub(crate) report: Option<quic::BulkReport>,
+}
+
+impl<H> Download<H> {
+    /// The goodput in Mbit/s, if the download completed.
+    pub(crate) fn goodput_mbps(&self) -> Option<f64> {
+        self.report
+            .as_ref()
+            .map(|r| r.goodput.bits_per_sec() as f64 / 1e6)
+    }
+}
+
+/// A QUIC download of `size` bytes by our client at `client` from our
+/// server at `server` (both with `config`) on the testbed's end nodes,
+/// the client wrapped by `wrap` (what runs beside it), within `limit`.
+pub(crate) fn download<H: netsim::Host + Send + 'static>(
+    testbed: &emu::Testbed,
+    (client, server): (std::net::SocketAddr, std::net::SocketAddr),
+    config: quic::QuicConfig,
+    size: u64,
+    limit: Duration,
+    wrap: impl FnOnce(quic::QuicClient<quic::BulkClient>) -> H,
+    inner: impl FnOnce(&H) -> &quic::QuicClient<quic::BulkClient>,
+) -> Download<H> {
+    use emu::{HostRunSpec, RunUntil};
+    use quic::{BulkClient, BulkServerFactory, Direction, QuicClient, QuicServer};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = testbed.clock().now() + limit;
+    let server_thread = testbed
+        .run_host(
+            testbed.server(),
+            QuicServer::new(config.clone(), server, BulkServerFactory),
+            vec![server],
+            &HostRunSpec::new(RunUntil::Stopped, deadline, stop.clone()),
+        )
+        .expect("the server");
+    let host = wrap(QuicClient::new(
+        config,
+        client,
+        server,
+        BulkClient::new(Direction::Download, size),
+    ));
+    let client_run = testbed
+        .run_host(
+            testbed.client(),
+            host,
+            vec![client],
+            &HostRunSpec::new(RunUntil::Finished, deadline, stop.clone()),
+        )
+        .expect("the client")
+        .join()
+        .expect("the client's run");
+    stop.store(true, Ordering::Relaxed);
+    let server_run = server_thread.join().expect("the server's run");
+    Download {
+        report: quic::BulkReport::from_hosts(inner(&client_run.host), &server_run.host),
+        server_tx_bytes: server_run
+            .host
+            .records()
+            .map(|r| r.stats.udp_tx_bytes)
+            .sum(),
+        client: client_run.host,
+    }
+}
