@@ -4,35 +4,11 @@
 //! both schedulers' 0-based variables (deploy/slurm is run on a real
 //! Slurm by tests/slurm.rs).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use yaml_rust2::{Yaml, YamlLoader};
-
-const SCENARIO: &str = r#"
-name = "cluster-jobs"
-title = "cluster jobs"
-trials = 2
-time_limit = "20s"
-measure = { from = "1s", until = "3s" }
-path = ["near", "far"]
-[client]
-controller = "proteus-p"
-[hops.near]
-delay = "1ms"
-rate = "100Mbit/s"
-[hops.far]
-delay = "10ms"
-rate = "10Mbit/s"
-[workload]
-kind = "bulk"
-direction = "upload"
-duration = "3s"
-[[variant]]
-name = "P"
-[[variant]]
-name = "S"
-client.controller = "proteus-s"
-"#;
 
 const SCHEDULER_VARIABLES: [&str; 7] = [
     "SLURM_ARRAY_TASK_ID",
@@ -170,7 +146,11 @@ fn the_kubernetes_indexed_job_runs_every_shard_and_merges() {
     // Each pod's command, with this test's scenario and directories: pod i
     // writes shard i+1 of `completions`, and the shards merge to the whole.
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("scenario.toml"), SCENARIO).unwrap();
+    std::fs::write(
+        tmp.path().join("scenario.toml"),
+        common::sharded_sweep("cluster-jobs"),
+    )
+    .unwrap();
     let mut args = command[1..].to_vec();
     args[1] = "scenario.toml".into();
     let out_at = args.iter().position(|a| *a == out).unwrap();
@@ -211,7 +191,11 @@ fn the_kubernetes_indexed_job_runs_every_shard_and_merges() {
 #[test]
 fn shard_auto_reads_the_schedulers_variables_from_zero() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("scenario.toml"), SCENARIO).unwrap();
+    std::fs::write(
+        tmp.path().join("scenario.toml"),
+        common::sharded_sweep("cluster-jobs"),
+    )
+    .unwrap();
     let run = |shard: &str, out: &str, vars: &[(&str, String)]| {
         let args = [
             "run",

@@ -28,20 +28,10 @@ fn stderr(output: &Output) -> String {
 
 /// Every file under `dir`, relative to it.
 fn files_under(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                found.push(path.strip_prefix(dir).unwrap().display().to_string());
-            }
-        }
-    }
-    found.sort();
-    found
+    common::files(dir)
+        .keys()
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 #[test]

@@ -9,42 +9,13 @@
 //! (not root, Slurm or munge not installed), and fails instead under
 //! PEPKIT_REQUIRE_REAL=1.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const TEST: &str = "slurm_array_merges_to_the_unsharded_run";
-
-/// Three variants (a two-point sweep and one more) of two trials: six
-/// trials over three array tasks, a few seconds in all.
-const SCENARIO: &str = r#"
-name = "slurm-array"
-title = "a sweep on Slurm"
-trials = 2
-time_limit = "20s"
-measure = { from = "1s", until = "3s" }
-path = ["near", "far"]
-[client]
-controller = "proteus-p"
-[hops.near]
-delay = "1ms"
-rate = "100Mbit/s"
-[hops.far]
-delay = "10ms"
-rate = "10Mbit/s"
-buffer = { kind = "drop_tail", bytes = "50kB" }
-[workload]
-kind = "bulk"
-direction = "upload"
-duration = "3s"
-[[variant]]
-name = "P"
-sweep = { field = "hops.far.buffer.bytes", values = [20000, 50000], unit = "B" }
-[[variant]]
-name = "S"
-client.controller = "proteus-s"
-"#;
 
 /// The daemons of the private cluster, stopped (and its jobs cancelled)
 /// when dropped, also when the test fails.
@@ -312,24 +283,6 @@ fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> Result<(), ()> 
     Err(())
 }
 
-/// Every file under `dir`, by relative path.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                found.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
-            }
-        }
-    }
-    found
-}
-
 /// A job's state (`COMPLETED`, `PENDING`, …) as scontrol gives it.
 fn state(cluster: &Cluster, job: &str) -> String {
     let output = cluster
@@ -365,7 +318,11 @@ fn slurm_array_merges_to_the_unsharded_run() {
     let mut cluster = cluster;
     let started = began.elapsed();
     let at = cluster.dir.path().to_path_buf();
-    std::fs::write(at.join("scenario.toml"), SCENARIO).unwrap();
+    std::fs::write(
+        at.join("scenario.toml"),
+        common::sharded_sweep("slurm-array"),
+    )
+    .unwrap();
     let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let submit = repository.join("deploy/slurm/submit.sh");
     let output = cluster
@@ -416,7 +373,10 @@ fn slurm_array_merges_to_the_unsharded_run() {
         .output()
         .unwrap();
     assert!(whole.status.success(), "{}", text(&whole));
-    let (a, b) = (files(&at.join("whole")), files(&at.join("sweep/merged")));
+    let (a, b) = (
+        common::files(&at.join("whole")),
+        common::files(&at.join("sweep/merged")),
+    );
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     assert!(a.len() > 6, "{:?}", a.keys());
     for (name, bytes) in &a {

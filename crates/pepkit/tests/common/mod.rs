@@ -140,3 +140,56 @@ pub(crate) fn download(
         state,
     )
 }
+
+/// Every file under `dir`, by its path relative to `dir`.
+pub(crate) fn files(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                found.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    found
+}
+
+/// A scenario for sharding tests, called `name`: two Proteus variants
+/// (P swept over two buffer sizes, and S) of two trials of a 3 s upload,
+/// six trials of a few seconds in all.
+pub(crate) fn sharded_sweep(name: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+title = "a sharded sweep"
+trials = 2
+time_limit = "20s"
+measure = {{ from = "1s", until = "3s" }}
+path = ["near", "far"]
+[client]
+controller = "proteus-p"
+[hops.near]
+delay = "1ms"
+rate = "100Mbit/s"
+[hops.far]
+delay = "10ms"
+rate = "10Mbit/s"
+buffer = {{ kind = "drop_tail", bytes = "50kB" }}
+[workload]
+kind = "bulk"
+direction = "upload"
+duration = "3s"
+[[variant]]
+name = "P"
+sweep = {{ field = "hops.far.buffer.bytes", values = [20000, 50000], unit = "B" }}
+[[variant]]
+name = "S"
+client.controller = "proteus-s"
+"#
+    )
+}
