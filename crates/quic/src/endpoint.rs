@@ -156,6 +156,18 @@ impl<A: App> Core<A> {
         self.endpoint.set_server_config(Some(config));
     }
 
+    /// Queues a datagram the endpoint wrote into `buf` outside a
+    /// connection (a stateless reset, Retry, refusal or version
+    /// negotiation).
+    fn queue_response(&mut self, transmit: &noq_proto::Transmit) {
+        let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
+        self.outbox.push_back(Datagram::new(
+            self.local_addr(),
+            transmit.destination,
+            payload,
+        ));
+    }
+
     fn local_addr(&self) -> std::net::SocketAddr {
         self.local
     }
@@ -260,12 +272,7 @@ impl<A: App> Core<A> {
             }
             Some(DatagramEvent::NewConnection(incoming)) => self.accept(now, incoming, accept),
             Some(DatagramEvent::Response(transmit)) => {
-                let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
-                self.outbox.push_back(Datagram::new(
-                    self.local_addr(),
-                    transmit.destination,
-                    payload,
-                ));
+                self.queue_response(&transmit);
             }
             None => {}
         }
@@ -288,12 +295,7 @@ impl<A: App> Core<A> {
         {
             match self.endpoint.retry(incoming, &mut self.buf) {
                 Ok(transmit) => {
-                    let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
-                    self.outbox.push_back(Datagram::new(
-                        self.local_addr(),
-                        transmit.destination,
-                        payload,
-                    ));
+                    self.queue_response(&transmit);
                     return;
                 }
                 // No source CID to retry with: handled as any other.
@@ -302,12 +304,7 @@ impl<A: App> Core<A> {
         }
         let Some((config, gauge, app)) = accept() else {
             let transmit = self.endpoint.refuse(incoming, &mut self.buf);
-            let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
-            self.outbox.push_back(Datagram::new(
-                self.local_addr(),
-                transmit.destination,
-                payload,
-            ));
+            self.queue_response(&transmit);
             return;
         };
         match self
@@ -328,12 +325,7 @@ impl<A: App> Core<A> {
             }
             Err(error) => {
                 if let Some(transmit) = error.response {
-                    let payload = Bytes::copy_from_slice(&self.buf[..transmit.size]);
-                    self.outbox.push_back(Datagram::new(
-                        self.local_addr(),
-                        transmit.destination,
-                        payload,
-                    ));
+                    self.queue_response(&transmit);
                 }
             }
         }
