@@ -589,22 +589,21 @@ impl Protection {
         self.check.forget(copies_in.saturating_sub(judged));
         env.stats.copies_answered += u64::from(verdict.copies_answered);
         env.stats.copies_unanswered += u64::from(verdict.copies_unanswered);
-        match self
-            .check
-            .on_copies(verdict.copies_answered, verdict.copies_unanswered)
-        {
-            Change::BackedOff => env.stats.backoffs += 1,
-            Change::Returned => env.stats.returns += 1,
-            Change::None => {}
-        }
-        match self.balance.on_flowlet(
-            flowlet.sent.len() as u32,
-            verdict.lost.len() as u32,
-            context.threshold as u32,
-        ) {
-            Change::BackedOff => env.stats.backoffs += 1,
-            Change::Returned => env.stats.returns += 1,
-            Change::None => {}
+        let changes = [
+            self.check
+                .on_copies(verdict.copies_answered, verdict.copies_unanswered),
+            self.balance.on_flowlet(
+                flowlet.sent.len() as u32,
+                verdict.lost.len() as u32,
+                context.threshold as u32,
+            ),
+        ];
+        for change in changes {
+            match change {
+                Change::BackedOff => env.stats.backoffs += 1,
+                Change::Returned => env.stats.returns += 1,
+                Change::None => {}
+            }
         }
         for &sample in &verdict.samples {
             self.rtt_sample(env, path, sample);
