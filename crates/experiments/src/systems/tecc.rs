@@ -142,12 +142,9 @@ settings! {
         /// "pacing" (its controller's pacing rate) or "sent" (the bytes
         /// sent per cycle).
         tunnel_rate: String = RateSource::default().name().to_string(),
-        /// The tunnel server's limits, a table (each optional; docs/tecc.md):
-        /// max_connections [1024], max_tunnels [16], max_pending [32],
-        /// tunnel_bytes [16MiB], connection_bytes [64MiB], total_bytes
-        /// [1GiB], send_window [10MB], receive_window [64MiB],
-        /// retry_threshold [64], handshake_timeout [10s].
-        limits: TunnelLimits,
+        /// The tunnel server's limits, a table whose fields are each
+        /// optional (docs/tecc.md lists their ranges).
+        limits: TunnelLimits = TunnelLimits::filled(),
     }
 }
 

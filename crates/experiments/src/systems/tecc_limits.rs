@@ -55,6 +55,23 @@ impl TunnelLimits {
         *self == TunnelLimits::default()
     }
 
+    /// Every limit set to its default (what `--help` shows).
+    pub(crate) fn filled() -> TunnelLimits {
+        let unset = TunnelLimits::default();
+        TunnelLimits {
+            max_connections: Some(unset.max_connections()),
+            max_tunnels: Some(unset.max_tunnels()),
+            max_pending: Some(unset.max_pending()),
+            tunnel_bytes: Some(unset.tunnel_bytes()),
+            connection_bytes: Some(unset.connection_bytes()),
+            total_bytes: Some(unset.total_bytes()),
+            send_window: Some(unset.send_window()),
+            receive_window: Some(unset.receive_window()),
+            retry_threshold: Some(unset.retry_threshold()),
+            handshake_timeout: Some(unset.handshake_timeout()),
+        }
+    }
+
     /// The limits, or which one is out of its range and why.
     pub(crate) fn server_limits(&self) -> Result<ServerLimits, String> {
         let within = |name: &str, value: u64, low: u64, high: u64| {
@@ -122,6 +139,10 @@ mod tests {
         let limits = TunnelLimits::default();
         assert!(limits.is_unset());
         assert_eq!(limits.server_limits(), Ok(ServerLimits::default()));
+        assert_eq!(
+            TunnelLimits::filled().server_limits(),
+            Ok(ServerLimits::default())
+        );
     }
 
     #[test]
@@ -160,5 +181,20 @@ mod tests {
         assert_eq!(server.send_window, 1_000_000);
         assert_eq!(server.handshakes.timeout, std::time::Duration::from_secs(2));
         assert_eq!(server.max_tunnels, ServerLimits::default().max_tunnels);
+    }
+}
+
+#[cfg(test)]
+mod help {
+    use crate::systems::catalogue;
+
+    #[test]
+    fn the_help_shows_every_limits_default() {
+        let tecc = catalogue().into_iter().find(|e| e.kind == "tecc").unwrap();
+        let limits = tecc.settings.iter().find(|s| s.name == "limits").unwrap();
+        let default = limits.default.clone().unwrap();
+        for field in ["max_connections = 1024", "handshake_timeout = \"10s\""] {
+            assert!(default.contains(field), "{default}");
+        }
     }
 }
