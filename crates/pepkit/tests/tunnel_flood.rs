@@ -1,11 +1,12 @@
 //! `pepkit middle tecc`, the tunnel server, on real sockets under a flood
 //! of QUIC Initials: in a network namespace made for the test, a generator
 //! sends real client Initials (a ClientHello each, 1200 bytes) to the
-//! daemon as fast as it can, each from one of 4,096 source addresses
-//! (127.10.0.0/16 on the namespace's loopback), while our tunnel client
-//! downloads 2 MB through the daemon. The download completes, and the
-//! daemon sends the flood's sources less than it receives from them
-//! (Retry). The generator's rate is printed.
+//! daemon as fast as it can (its top rate on the machine), each from one
+//! of 4,096 source addresses (127.10.0.0/16 on the namespace's loopback),
+//! while our tunnel client connects and downloads 2 MB through the daemon.
+//! The download completes within [`DOWNLOAD_SECONDS`], and the daemon sends
+//! the flood's sources less than it receives from them (Retry). The
+//! generator's rate is printed.
 //! Real mode: skips without root (fails with `PEPKIT_REQUIRE_REAL=1`).
 
 mod common;
@@ -22,8 +23,11 @@ use tunnel::{Mode, TunnelSettings};
 
 /// Sources the flood cycles through.
 const SOURCES: u16 = 4096;
-/// The flood's rate, Initials a second, unless `PEPKIT_FLOOD_RATE` says.
-const RATE: u64 = 10_000;
+/// The flood's rate, Initials a second, unless `PEPKIT_FLOOD_RATE` says
+/// (0: as fast as the generator can).
+const RATE: u64 = 0;
+/// The download's bound: it takes under a second without the flood.
+const DOWNLOAD_SECONDS: u64 = 10;
 
 /// A network namespace of the test's own, deleted when dropped.
 struct Netns(String);
@@ -157,8 +161,7 @@ fn a_tunnel_client_downloads_while_initials_flood_the_daemon() {
         .unwrap();
     let pool = Arc::new(initials(proxy, 4096));
     std::thread::sleep(Duration::from_millis(300));
-    // Initials a second; `PEPKIT_FLOOD_RATE=0` floods as fast as the
-    // generator can.
+    // Initials a second; 0 floods as fast as the generator can.
     let rate = std::env::var("PEPKIT_FLOOD_RATE")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -179,7 +182,7 @@ fn a_tunnel_client_downloads_while_initials_flood_the_daemon() {
         addr("127.0.0.2:4433"),
         "127.0.0.3",
         TunnelSettings::new(Mode::Datagram),
-        20,
+        DOWNLOAD_SECONDS,
     );
     let took = started.elapsed();
     stop.store(true, Ordering::Relaxed);

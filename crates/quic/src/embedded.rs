@@ -63,6 +63,13 @@ impl<A: App> EmbeddedEndpoint<A> {
         self.core.unvalidated_handshakes()
     }
 
+    /// How many times a connection was processed (its application driven,
+    /// or its handshake given up) since the endpoint began: while it stays
+    /// the same, no application has anything new for its owner.
+    pub fn activity(&self) -> u64 {
+        self.core.activity()
+    }
+
     /// The connections closed (or given up) since the last call, by the
     /// number [`EmbeddedEndpoint::take_accepted`] gave them.
     pub fn take_closed(&mut self) -> Vec<u64> {

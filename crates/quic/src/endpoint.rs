@@ -100,6 +100,15 @@ pub(crate) struct Core<A> {
     closed: Vec<u64>,
     /// The connection the last datagram created, if it did.
     accepted: Option<u64>,
+    /// Whether the last scan of the connections for something to send
+    /// found nothing, and no connection was processed since.
+    settled: bool,
+    /// Whether the next scan can be skipped: since a scan found nothing,
+    /// only Initials answered statelessly (a Retry or nothing, under a
+    /// flood) arrived, which touch no connection.
+    skip_scan: bool,
+    /// Connections processed or given up since the endpoint began.
+    activity: u64,
 }
 
 impl<A: App> Core<A> {
@@ -126,6 +135,9 @@ impl<A: App> Core<A> {
             unvalidated: 0,
             closed: Vec::new(),
             accepted: None,
+            settled: false,
+            skip_scan: false,
+            activity: 0,
         }
     }
 
@@ -138,6 +150,11 @@ impl<A: App> Core<A> {
     /// Handshakes under way from unvalidated addresses.
     pub(crate) fn unvalidated_handshakes(&self) -> usize {
         self.unvalidated
+    }
+
+    /// Connections processed or given up since the endpoint began.
+    pub(crate) fn activity(&self) -> u64 {
+        self.activity
     }
 
     /// The connections closed since the last call, by sequence number.
@@ -260,6 +277,13 @@ impl<A: App> Core<A> {
             .try_into_mut()
             .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
         self.buf.clear();
+        // At the threshold, a first Initial without a token gets its Retry
+        // before its keys are derived (noq-proto's stateless Retry): the
+        // same Retry the accept path sends, at a fraction of its cost.
+        let retry = self
+            .limits
+            .is_some_and(|limits| self.unvalidated >= limits.retry_threshold);
+        self.endpoint.set_stateless_retry(retry);
         match self
             .endpoint
             .handle(instant, path, None, data, &mut self.buf)
@@ -273,10 +297,21 @@ impl<A: App> Core<A> {
             Some(DatagramEvent::NewConnection(incoming)) => self.accept(now, incoming, accept),
             Some(DatagramEvent::Response(transmit)) => {
                 self.queue_response(&transmit);
+                if retry {
+                    return self.touched_nothing();
+                }
             }
+            None if retry => return self.touched_nothing(),
             None => {}
         }
         self.process(now);
+    }
+
+    /// A datagram that touched no connection arrived under a flood (see
+    /// [`Core::skip_scan`]): no connection is driven for it, and none is
+    /// asked for something to send unless one was processed since.
+    fn touched_nothing(&mut self) {
+        self.skip_scan = self.settled;
     }
 
     fn accept(
@@ -369,6 +404,7 @@ impl<A: App> Core<A> {
             }
             c.drained = true;
             self.closed.push(seq);
+            self.activity += 1;
         }
     }
 
@@ -396,6 +432,9 @@ impl<A: App> Core<A> {
         if let Some(d) = self.outbox.pop_front() {
             return Some(d);
         }
+        if std::mem::take(&mut self.skip_scan) {
+            return None;
+        }
         let instant = self.clock.instant(now);
         let local = self.local_addr();
         let mut sent = None;
@@ -419,6 +458,7 @@ impl<A: App> Core<A> {
             // Nothing more to send: the end of this activation, when the
             // records must be up to date.
             self.refresh_stats();
+            self.settled = true;
             return None;
         };
         self.process_one(now, seq);
@@ -559,6 +599,9 @@ impl<A: App> Core<A> {
     }
 
     fn process_one(&mut self, now: Time, seq: u64) {
+        self.settled = false;
+        self.skip_scan = false;
+        self.activity += 1;
         let instant = self.clock.instant(now);
         let Some(c) = self.conns.get_mut(&seq) else {
             return;

@@ -3,7 +3,7 @@
 //! it holds for a tunnel, a connection and all of them, and how it bounds
 //! handshakes (Retry under load, a deadline for each).
 
-use quic::HandshakeLimits;
+use quic::{HandshakeLimits, QuicConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,6 +28,14 @@ pub struct ServerLimits {
     pub connection_bytes: usize,
     /// Bytes held for all connections together.
     pub total_bytes: usize,
+    /// Stream data one connection's QUIC transport keeps unacknowledged
+    /// toward its client (noq-proto's send window): what MST and MSGT
+    /// hold beyond `connection_bytes`.
+    pub send_window: u64,
+    /// Stream data one connection's QUIC transport accepts from its client
+    /// ahead of what the server has read, per connection and per stream
+    /// (noq-proto's receive windows).
+    pub receive_window: u32,
     /// Handshakes: Retry beyond a number of unvalidated ones, and a
     /// deadline for each.
     pub handshakes: HandshakeLimits,
@@ -42,8 +50,24 @@ impl Default for ServerLimits {
             tunnel_bytes: 16 << 20,
             connection_bytes: 64 << 20,
             total_bytes: 1 << 30,
+            send_window: 10_000_000,
+            receive_window: 64 << 20,
             handshakes: HandshakeLimits::default(),
         }
+    }
+}
+
+impl ServerLimits {
+    /// `quic` with its transport's windows bounded by these limits (each at
+    /// most what `quic` already allows).
+    pub fn bound_windows(&self, quic: QuicConfig) -> QuicConfig {
+        let send = quic
+            .send_window
+            .map_or(self.send_window, |w| w.min(self.send_window));
+        let receive = quic
+            .receive_window
+            .map_or(self.receive_window, |w| w.min(self.receive_window));
+        quic.with_send_window(send).with_receive_window(receive)
     }
 }
 
@@ -136,5 +160,29 @@ impl PortBlocks {
             .first_port
             .checked_add(index.checked_mul(self.width)?)?;
         base.checked_add(self.width).map(|_| base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_windows_are_the_smaller_of_the_limit_and_the_configuration() {
+        let limits = ServerLimits {
+            send_window: 1 << 20,
+            receive_window: 2 << 20,
+            ..ServerLimits::default()
+        };
+        let seed = netsim::Seed::new(1);
+        let bounded = limits.bound_windows(QuicConfig::new(seed));
+        assert_eq!(bounded.send_window, Some(1 << 20));
+        assert_eq!(bounded.receive_window, Some(2 << 20));
+        let smaller = QuicConfig::new(seed)
+            .with_send_window(1000)
+            .with_receive_window(2000);
+        let kept = limits.bound_windows(smaller);
+        assert_eq!(kept.send_window, Some(1000));
+        assert_eq!(kept.receive_window, Some(2000));
     }
 }

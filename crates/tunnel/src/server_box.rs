@@ -41,13 +41,17 @@ pub struct TunnelServer {
     out: VecDeque<Transmit>,
     /// Datagrams forwarded unchanged (not for the tunnel server).
     passed: u64,
+    /// The endpoint's activity when the applications' output was last
+    /// collected: while it stays the same, they have nothing new.
+    collected: Option<u64>,
 }
 
 impl TunnelServer {
     /// A server listening on `config.addr`.
     pub fn new(config: TunnelServerConfig) -> TunnelServer {
         let label = format!("tunnel-server/{}", config.addr);
-        let mut endpoint = EmbeddedEndpoint::new(config.quic.clone(), config.addr, &label);
+        let quic = config.shared.limits.bound_windows(config.quic.clone());
+        let mut endpoint = EmbeddedEndpoint::new(quic, config.addr, &label);
         endpoint.listen();
         endpoint.limit_handshakes(config.shared.limits.handshakes);
         let blocks = PortBlocks::shared(config.first_port, config.shared.limits.max_tunnels);
@@ -60,6 +64,7 @@ impl TunnelServer {
             budget: ByteBudget::shared(),
             out: VecDeque::new(),
             passed: 0,
+            collected: None,
         }
     }
 
@@ -146,8 +151,15 @@ impl TunnelServer {
         }
     }
 
-    /// Collects what the applications produced.
+    /// Collects what the applications produced (nothing when no
+    /// connection was processed since the last time: under a flood of
+    /// Initials answered statelessly, most datagrams touch none).
     fn collect(&mut self, now: Time) {
+        let activity = Some(self.endpoint.activity());
+        if self.collected == activity {
+            return;
+        }
+        self.collected = activity;
         let ip = self.config.addr.ip();
         for (id, app) in self.endpoint.apps_by_id_mut() {
             for (port, _) in app.tunnel_ports() {
@@ -177,7 +189,10 @@ impl Middlebox for TunnelServer {
                 .apps_mut()
                 .find(|app| app.is_forwarded(datagram.src, &datagram.payload));
             match forwarded {
-                Some(app) => app.forwarded_from_client(&datagram.payload),
+                Some(app) => {
+                    app.forwarded_from_client(&datagram.payload);
+                    self.collected = None;
+                }
                 None => self.accept(now, datagram),
             }
         } else if datagram.dst.ip() == addr.ip()

@@ -51,6 +51,10 @@ pub struct Endpoint {
     /// Buffered Initial and 0-RTT messages for pending incoming connections
     incoming_buffers: Slab<IncomingBuffer>,
     all_incoming_buffers_total_bytes: u64,
+    /// pepkit: answer a new connection's first Initial that carries no
+    /// token with a Retry at once, before its keys are derived (see
+    /// [`Endpoint::set_stateless_retry`]).
+    stateless_retry: bool,
 }
 
 impl Endpoint {
@@ -77,7 +81,18 @@ impl Endpoint {
             last_stateless_reset: None,
             incoming_buffers: Slab::new(),
             all_incoming_buffers_total_bytes: 0,
+            stateless_retry: false,
         }
+    }
+
+    /// pepkit: while `on`, a new connection's first Initial without a
+    /// token is answered with a Retry straight from its unprotected header,
+    /// without deriving its Initial keys or creating an [`Incoming`]: the
+    /// same Retry [`Endpoint::retry`] would send, at a fraction of the cost,
+    /// so that a flood of Initials from spoofed sources costs little more
+    /// than reading them.
+    pub fn set_stateless_retry(&mut self, on: bool) {
+        self.stateless_retry = on;
     }
 
     /// Replace the server configuration, affecting new incoming connections only
@@ -241,6 +256,13 @@ impl Endpoint {
                     ConnectionEvent(ConnectionEventInner::Datagram(event)),
                 )),
             }
+        } else if let Some(header) = event.first_decode.initial_header()
+            && self.stateless_retry
+            && header.token_pos.is_empty()
+        {
+            let header = header.clone();
+            self.stateless_retry_response(datagram_len, &header, network_path, buf)
+                .map(DatagramEvent::Response)
         } else if event.first_decode.initial_header().is_some() {
             // Potentially create a new connection
 
@@ -726,6 +748,56 @@ impl Endpoint {
         }
 
         Ok(())
+    }
+
+    /// pepkit: the Retry for a first Initial without a token, from its
+    /// unprotected header (see [`Endpoint::set_stateless_retry`]); `None`
+    /// where [`Endpoint::handle`] would not answer either (no server
+    /// configuration, a short datagram, a version the crypto layer does
+    /// not know, saturation) or would close instead (a short DCID).
+    fn stateless_retry_response(
+        &mut self,
+        datagram_len: usize,
+        header: &ProtectedInitialHeader,
+        network_path: FourTuple,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        let server_config = self.server_config.as_ref()?;
+        if datagram_len < MIN_INITIAL_SIZE as usize
+            || self.cids_exhausted()
+            || self.incoming_buffers.len() >= server_config.max_incoming
+            || !matches!(header.version, 0x0000_0001 | 0xff00_001d..=0xff00_0022)
+            || header.dst_cid.len() < 8
+        {
+            return None;
+        }
+        let server_config = server_config.clone();
+        let local_cid = self.local_cid_generator.generate_cid();
+        let payload = TokenPayload::Retry {
+            address: network_path.remote,
+            orig_dst_cid: header.dst_cid,
+            issued: server_config.time_source.now(),
+        };
+        let token = Token::new(payload, &mut self.rng).encode(&*server_config.token_key);
+        let retry = Header::Retry {
+            src_cid: local_cid,
+            dst_cid: header.src_cid,
+            version: header.version,
+        };
+        let _ = retry.encode(buf);
+        buf.put_slice(&token);
+        buf.extend_from_slice(&server_config.crypto.retry_tag(
+            header.version,
+            header.dst_cid,
+            buf,
+        ));
+        Some(Transmit {
+            destination: network_path.remote,
+            ecn: None,
+            size: buf.len(),
+            segment_size: None,
+            src_ip: network_path.local_ip,
+        })
     }
 
     /// Reject this incoming connection attempt

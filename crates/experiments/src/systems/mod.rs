@@ -17,6 +17,7 @@ mod settings;
 mod sidekick;
 mod split;
 mod tecc;
+mod tecc_limits;
 
 pub use pemi::{PEMI_PROBE, PemiSettings};
 pub use pep::Pep;

@@ -17,6 +17,7 @@
 //! ```
 
 use super::settings::settings;
+use super::tecc_limits::TunnelLimits;
 use super::{
     Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
     engine_as, wrong_middle,
@@ -100,6 +101,11 @@ pub struct Tecc {
         serialize_with = "serialize_rate_source"
     )]
     pub tunnel_rate: RateSource,
+    /// The tunnel server's limits (unset: `tunnel::ServerLimits`'
+    /// defaults), validated. Left out when unset, so that files written
+    /// before it existed stay byte-identical.
+    #[serde(skip_serializing_if = "TunnelLimits::is_unset")]
+    pub(crate) limits: TunnelLimits,
 }
 
 fn is_pacing(rate: &RateSource) -> bool {
@@ -136,6 +142,9 @@ settings! {
         /// "pacing" (its controller's pacing rate) or "sent" (the bytes
         /// sent per cycle).
         tunnel_rate: String = RateSource::default().name().to_string(),
+        /// The tunnel server's limits, a table whose fields are each
+        /// optional (docs/tecc.md lists their ranges).
+        limits: TunnelLimits = TunnelLimits::filled(),
     }
 }
 
@@ -168,6 +177,8 @@ impl TryFrom<RawTecc> for Tecc {
             .tunnel_rate()
             .parse::<RateSource>()
             .map_err(|e| format!("`tunnel_rate`: {e}"))?;
+        let limits = raw.limits.clone().unwrap_or_default();
+        limits.server_limits()?;
         let default_cc = match mode {
             TunnelMode::Tecc => TunnelCc::Bbr,
             _ => TunnelCc::None,
@@ -180,6 +191,7 @@ impl TryFrom<RawTecc> for Tecc {
             queue_limit,
             max_retransmissions: raw.max_retransmissions(),
             tunnel_rate,
+            limits,
         })
     }
 }
@@ -238,7 +250,7 @@ impl Tecc {
                 template: UriTemplate::default(),
                 allow: Arc::new(allow),
                 sample_interval,
-                limits: tunnel::ServerLimits::default(),
+                limits: self.limits.server_limits().unwrap_or_default(),
             },
             first_port: FIRST_PORT,
         })
