@@ -2,7 +2,7 @@
 //! bring up a scenario's testbed to work in by hand, and clean up after
 //! runs that died.
 
-use emu::link::check::{LinkCheckConfig, LinkCheckReport};
+use emu::link::check::{LinkCheckConfig, LinkCheckReport, RateLimit};
 use experiments::ScenarioFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -156,6 +156,39 @@ fn table(report: &LinkCheckReport) -> String {
         report.lateness.over_1ms,
         report.lateness.max_us
     ));
+    let p = &report.rate_path;
+    out.push_str(&format!(
+        "rate phase: source offered {:.1} Mbit/s ({} sent, {} refused); relay: {} kernel drops, \
+         {} offered to the link, {} dropped from its full buffer, {} refused on send, \
+         {} over 1 ms late (latest {} µs); sink received {}\n",
+        p.offered_bps / 1e6,
+        p.sent,
+        p.send_errors,
+        p.relay_kernel_drops,
+        p.link_offered,
+        p.link_dropped_buffer,
+        p.relay_send_failures,
+        p.lateness.over_1ms,
+        p.lateness.max_us,
+        p.received
+    ));
+    match report.rate_limit {
+        Some(RateLimit::Relay { delivered_mbps }) => out.push_str(&format!(
+            "capacity: the configured rate is beyond the emulator's capacity on this host; it \
+             delivers its maximum, {delivered_mbps:.1} Mbit/s (frames leave late: see the rate \
+             phase's relay)\n"
+        )),
+        Some(RateLimit::Source { offered_mbps }) => out.push_str(&format!(
+            "capacity: the probe's source offered only {offered_mbps:.1} Mbit/s, under 1.1× the \
+             rate: the instrument set the measured rate, a lower bound on the emulator's \
+             capacity\n"
+        )),
+        Some(RateLimit::Sink { missed }) => out.push_str(&format!(
+            "capacity: the probe's sink missed {missed} datagrams the link delivered: the \
+             instrument set the measured rate, a lower bound on the emulator's capacity\n"
+        )),
+        None => {}
+    }
     out
 }
 

@@ -9,9 +9,17 @@
 //! picks each datagram's source address; the driver sends it from a socket
 //! bound to that address, binding one the first time it is used (the
 //! sidekick sender's control port, for instance).
+//!
+//! I/O is batched: what waits on a socket is read with `recvmmsg`, each
+//! datagram handed to the host in turn (and `poll_transmit` drained after
+//! each, as the simulator does), and what the host sends after a batch goes
+//! out with `sendmmsg`. A driver given a minimum wake-up interval
+//! ([`HostDriver::with_min_wake`], for instruments such as the link check's
+//! probes) that is busy also waits that long between wake-ups, so that a
+//! fast source sends its due datagrams in bursts.
 
 use crate::RealClock;
-use crate::sys::{PollFd, poll};
+use crate::sys::{PollFd, RecvBatch, SendBatch, poll, udp_recv_batch, udp_send_batch};
 use bytes::Bytes;
 use netsim::{Datagram, Host, Time};
 use serde::Serialize;
@@ -29,6 +37,10 @@ const SOCKET_BUFFER: usize = 4 << 20;
 const MAX_DATAGRAM: usize = 65_535;
 /// The longest the driver sleeps without checking its stop flag.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Datagrams read per `recvmmsg`, and sent per `sendmmsg`.
+const BATCH: usize = 32;
+/// Batches read from one socket per wake-up.
+const BATCHES_PER_WAKE: usize = 4;
 
 /// Why a host run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -79,8 +91,12 @@ pub struct HostRun<H> {
 pub struct HostDriver<H: Host> {
     host: H,
     sockets: BTreeMap<SocketAddr, UdpSocket>,
-    buf: Vec<u8>,
+    recv: RecvBatch,
+    /// What the host sent that is not on a socket yet, in order.
+    pending: Vec<Datagram>,
+    send: SendBatch,
     stats: DriverStats,
+    min_wake: Duration,
 }
 
 fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
@@ -110,9 +126,21 @@ impl<H: Host> HostDriver<H> {
         Ok(HostDriver {
             host,
             sockets,
-            buf: vec![0; MAX_DATAGRAM],
+            recv: RecvBatch::new(BATCH, MAX_DATAGRAM),
+            pending: Vec::new(),
+            send: SendBatch::new(BATCH),
             stats: DriverStats::default(),
+            min_wake: Duration::ZERO,
         })
+    }
+
+    /// Once busy (two wake-ups less than `interval` apart, with work to
+    /// do), wakes at most once per `interval`: a source that falls due
+    /// more often sends what is due in bursts, as it would from a real
+    /// host's timer slack. Zero (the default) wakes for every deadline.
+    pub fn with_min_wake(mut self, interval: Duration) -> HostDriver<H> {
+        self.min_wake = interval;
+        self
     }
 
     /// Runs the host until `until`, `deadline` passes or `stop` is set.
@@ -125,6 +153,8 @@ impl<H: Host> HostDriver<H> {
     ) -> io::Result<HostRun<H>> {
         // As the simulator starts a host: poll it once.
         self.flush(clock.now())?;
+        self.send_pending()?;
+        let mut last_wake: Option<(std::time::Instant, bool)> = None;
         let reason = loop {
             if until == RunUntil::Finished && self.host.is_finished() {
                 break HostStop::Finished;
@@ -140,9 +170,13 @@ impl<H: Host> HostDriver<H> {
             if wake <= now {
                 self.host.handle_timeout(now);
                 self.flush(now)?;
+                self.send_pending()?;
                 continue;
             }
-            let sleep = clock.until(wake).min(MAX_SLEEP);
+            let mut sleep = clock.until(wake).min(MAX_SLEEP);
+            if let Some((at, true)) = last_wake {
+                sleep = sleep.max(self.min_wake.saturating_sub(at.elapsed()));
+            }
             let addrs: Vec<SocketAddr> = self.sockets.keys().copied().collect();
             let mut fds: Vec<PollFd> = self
                 .sockets
@@ -150,17 +184,23 @@ impl<H: Host> HostDriver<H> {
                 .map(|s| PollFd::readable(s.as_fd()))
                 .collect();
             poll(&mut fds, Some(sleep))?;
-            let mut got = false;
+            let woke = std::time::Instant::now();
+            let mut got = 0;
             for (addr, fd) in addrs.iter().zip(&fds) {
                 if fd.readable {
-                    got |= self.receive(*addr, &clock)?;
+                    got += self.receive(*addr, &clock)?;
                 }
             }
             let now = clock.now();
-            if !got && self.host.poll_timeout().is_some_and(|at| at <= now) {
+            let due = self.host.poll_timeout().is_some_and(|at| at <= now);
+            if got == 0 && due {
                 self.host.handle_timeout(now);
             }
             self.flush(now)?;
+            self.send_pending()?;
+            let busy =
+                (got > 0 || due) && last_wake.is_some_and(|(at, _)| woke - at < 2 * self.min_wake);
+            last_wake = Some((woke, busy));
         };
         Ok(HostRun {
             host: self.host,
@@ -171,69 +211,107 @@ impl<H: Host> HostDriver<H> {
     }
 
     /// Hands what waits on the socket bound to `local` to the host (a
-    /// bounded number, so sends are not starved). Returns whether anything
-    /// arrived.
-    fn receive(&mut self, local: SocketAddr, clock: &RealClock) -> io::Result<bool> {
-        let mut got = false;
-        for _ in 0..64 {
+    /// bounded number of batches, so sends are not starved), draining
+    /// `poll_transmit` after each datagram and sending after each batch.
+    /// Returns how many arrived.
+    fn receive(&mut self, local: SocketAddr, clock: &RealClock) -> io::Result<usize> {
+        let mut got = 0;
+        for _ in 0..BATCHES_PER_WAKE {
             let socket = &self.sockets[&local];
-            match socket.recv_from(&mut self.buf) {
-                Ok((len, src)) => {
-                    got = true;
-                    self.stats.received += 1;
-                    let payload = Bytes::copy_from_slice(&self.buf[..len]);
-                    let now = clock.now();
-                    self.host
-                        .handle_datagram(now, Datagram::new(src, local, payload));
-                    self.flush(now)?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            let n = match udp_recv_batch(socket, &mut self.recv) {
+                Ok(n) => n,
                 // An ICMP error from an earlier send (port unreachable):
                 // the datagram is gone, as it would be on a real host.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(e),
+            };
+            let now = clock.now();
+            for index in 0..n {
+                let (bytes, _) = self.recv.frame(index);
+                let Some(src) = self.recv.source(index) else {
+                    continue;
+                };
+                got += 1;
+                self.stats.received += 1;
+                let payload = Bytes::copy_from_slice(bytes);
+                self.host
+                    .handle_datagram(now, Datagram::new(src, local, payload));
+                self.flush(now)?;
+            }
+            self.send_pending()?;
+            if n < self.recv.capacity() {
+                break;
             }
         }
         Ok(got)
     }
 
-    /// Sends everything the host has to send now.
+    /// Takes everything the host has to send now (sent by
+    /// [`Self::send_pending`]).
     fn flush(&mut self, now: Time) -> io::Result<()> {
         while let Some(datagram) = self.host.poll_transmit(now) {
-            let socket = match self.sockets.entry(datagram.src) {
-                std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
-                std::collections::btree_map::Entry::Vacant(entry) => {
-                    entry.insert(bind(datagram.src).map_err(|e| {
-                        io::Error::new(e.kind(), format!("cannot bind {}: {e}", datagram.src))
-                    })?)
-                }
-            };
-            match send(socket, &datagram) {
-                Ok(()) => self.stats.sent += 1,
-                Err(_) => self.stats.send_errors += 1,
+            if let std::collections::btree_map::Entry::Vacant(entry) =
+                self.sockets.entry(datagram.src)
+            {
+                entry.insert(bind(datagram.src).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot bind {}: {e}", datagram.src))
+                })?);
+            }
+            self.pending.push(datagram);
+        }
+        Ok(())
+    }
+
+    /// Sends what the host sent, in order, a `sendmmsg` per run of
+    /// datagrams from one source address.
+    fn send_pending(&mut self) -> io::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut at = 0;
+        while at < pending.len() {
+            let src = pending[at].src;
+            let run = pending[at..]
+                .iter()
+                .take(BATCH)
+                .take_while(|d| d.src == src)
+                .count();
+            let socket = &self.sockets[&src];
+            let sent = send(socket, &pending[at..at + run], &mut self.send);
+            self.stats.sent += sent as u64;
+            // The datagram at which sending stopped is dropped, as the
+            // kernel would; the rest is tried again.
+            if sent < run {
+                self.stats.send_errors += 1;
+                at += sent + 1;
+            } else {
+                at += run;
             }
         }
+        self.pending = pending;
+        self.pending.clear();
         Ok(())
     }
 }
 
-/// Sends one datagram, waiting briefly for room if the socket buffer is
-/// full (the host paces itself, so this is rare and short).
-fn send(socket: &UdpSocket, datagram: &Datagram) -> io::Result<()> {
-    for _ in 0..100 {
-        match socket.send_to(&datagram.payload, datagram.dst) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+/// Sends `datagrams` from `socket` with `sendmmsg`, waiting briefly for
+/// room whenever the socket buffer is full (the host paces itself, so this
+/// is rare and short); returns how many were sent.
+fn send(socket: &UdpSocket, datagrams: &[Datagram], batch: &mut SendBatch) -> usize {
+    let payloads: Vec<&[u8]> = datagrams.iter().map(|d| &d.payload[..]).collect();
+    let dsts: Vec<SocketAddr> = datagrams.iter().map(|d| d.dst).collect();
+    let mut sent = 0;
+    let mut waits = 0;
+    while sent < datagrams.len() {
+        match udp_send_batch(socket, &payloads[sent..], &dsts[sent..], batch) {
+            Ok(0) if waits < 100 => {
+                waits += 1;
                 let mut fds = [PollFd::read_write(socket.as_fd())];
-                poll(&mut fds, Some(Duration::from_millis(1)))?;
+                let _ = poll(&mut fds, Some(Duration::from_millis(1)));
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Ok(0) => break,
+            Ok(n) => sent += n,
+            // A refused datagram (no route, an ICMP error): skip it.
+            Err(_) => break,
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::WouldBlock,
-        "send buffer stayed full",
-    ))
+    sent
 }

@@ -8,6 +8,7 @@
 use super::frame::{FrameError, ipv4_destination, write_frame};
 use super::middle_stats::MiddleStats;
 use super::spec::{DriverError, LinkAddrs, Port, Routes};
+use crate::sys::SendBatch;
 use netsim::{Route, Transmit};
 use std::fs::File;
 use std::io;
@@ -104,6 +105,8 @@ pub(super) struct InPath {
     /// Frames to send, per interface, in order.
     out: Vec<Vec<Vec<u8>>>,
     spare: Vec<Vec<u8>>,
+    /// `sendmmsg`'s headers, reused.
+    send: Box<SendBatch>,
     _forwarding: ForwardingOff,
 }
 
@@ -123,6 +126,7 @@ impl InPath {
             out: vec![Vec::new(); links.len()],
             links,
             spare: Vec::new(),
+            send: Box::new(SendBatch::new(64)),
             _forwarding: forwarding,
         })
     }
@@ -206,12 +210,11 @@ impl InPath {
             if queue.is_empty() {
                 continue;
             }
-            let frames: Vec<&[u8]> = queue.iter().map(Vec::as_slice).collect();
             let mut at = 0;
-            while at < frames.len() {
-                match port.socket.send_batch(&frames[at..]) {
+            while at < queue.len() {
+                match port.socket.send_frames(&queue[at..], &mut self.send) {
                     Ok(0) => {
-                        stats.send_errors += (frames.len() - at) as u64;
+                        stats.send_errors += (queue.len() - at) as u64;
                         break;
                     }
                     Ok(n) => {

@@ -15,7 +15,7 @@
 
 use super::{Lateness, RelayReport};
 use crate::RealClock;
-use crate::driver::RunUntil;
+use crate::driver::{DriverStats, RunUntil};
 use crate::testbed::{HostRunSpec, Testbed, TestbedError, TestbedSpec};
 use netsim::testing::{CbrSource, Sink};
 use netsim::{BufferLimit, HopConfig, LinkConfig, LossModel, Probability, Rate, Seed};
@@ -110,6 +110,11 @@ pub struct LinkCheckReport {
     pub probes_received: u64,
     /// Full-size datagrams received in the rate phase's measured window.
     pub rate_packets: u64,
+    /// Where the rate phase's datagrams went.
+    pub rate_path: RatePath,
+    /// What held the delivered rate below the configured one, if it is
+    /// outside its tolerance.
+    pub rate_limit: Option<RateLimit>,
     /// The comparisons: rate, p99 added delay, loss.
     pub comparisons: Vec<Comparison>,
     /// How late the relay sent frames in the delay phase.
@@ -126,13 +131,23 @@ impl LinkCheckReport {
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 10);
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 10);
 
-/// Runs a source to a sink through a one-hop testbed with `hop`.
+/// What a stream from the source to the sink left behind.
+struct Streamed {
+    sink: Sink,
+    source: DriverStats,
+    relay: RelayReport,
+}
+
+/// Runs a source to a sink through a one-hop testbed with `hop`; the
+/// source's thread is real-time if `punctual_source` (the delay phase's
+/// probes carry their send times).
 fn stream(
     hop: LinkConfig,
     seed: u64,
     source: impl FnOnce(SocketAddr, SocketAddr) -> CbrSource,
+    punctual_source: bool,
     limit: Duration,
-) -> Result<(Sink, RelayReport), TestbedError> {
+) -> Result<Streamed, TestbedError> {
     let clock = RealClock::start();
     let spec = TestbedSpec {
         client: CLIENT,
@@ -152,27 +167,37 @@ fn stream(
     let deadline = clock.now() + limit;
     // The probes are the instruments: their threads wake punctually, like
     // the relay's, so the check measures the emulator, not the scheduler.
-    let instrument = |until| HostRunSpec {
-        realtime: true,
+    // A busy probe wakes every 100 µs at most, sending what fell due in
+    // between (each probe stamped when it leaves). A source that is not
+    // punctual runs as an ordinary thread: it gets the CPU the relay and
+    // the sink leave, so at rates beyond what the host can carry it offers
+    // less instead of starving the sink.
+    let instrument = |until, realtime| HostRunSpec {
+        realtime,
+        min_wake: Duration::from_micros(100),
         ..HostRunSpec::new(until, deadline, stop.clone())
     };
     let sink = testbed.run_host(
         testbed.server(),
         Sink::new(),
         vec![dst],
-        &instrument(RunUntil::Stopped),
+        &instrument(RunUntil::Stopped, true),
     )?;
     let source = testbed.run_host(
         testbed.client(),
         source(src, dst),
         vec![src],
-        &instrument(RunUntil::Finished),
+        &instrument(RunUntil::Finished, punctual_source),
     )?;
-    source.join()?;
+    let source = source.join()?.stats;
     stop.store(true, Ordering::Relaxed);
     let sink = sink.join()?.host;
     let relay = testbed.stop_relay().unwrap_or_default();
-    Ok((sink, relay))
+    Ok(Streamed {
+        sink,
+        source,
+        relay,
+    })
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -188,19 +213,25 @@ pub fn run(config: &LinkCheckConfig) -> Result<LinkCheckReport, TestbedError> {
     let loss = Probability::new(config.loss).map_err(|e| TestbedError::Other(e.to_string()))?;
     let limit = config.duration + config.delay * 4 + Duration::from_secs(3);
     let delay = delay_phase(config, loss, limit)?;
-    let (measured_rate, rate_packets) = rate_phase(config, limit)?;
+    let rate = rate_phase(config, limit)?;
     let rate_mbps = config.rate.bits_per_sec() as f64 / 1e6;
     let delay_ms = config.delay.as_secs_f64() * 1e3;
+    let configured = config.rate.bits_per_sec() as f64;
+    let rate_limit = (rate.rate_bps < 0.95 * configured)
+        .then(|| RateLimit::of(&rate.path, rate.rate_bps, configured))
+        .flatten();
     Ok(LinkCheckReport {
         added_delay: delay.added_delay,
         probes_sent: delay.sent,
         probes_received: delay.received,
-        rate_packets,
+        rate_packets: rate.packets,
+        rate_path: rate.path,
+        rate_limit,
         comparisons: vec![
             Comparison::new(
                 "rate",
                 rate_mbps,
-                measured_rate / 1e6,
+                rate.rate_bps / 1e6,
                 0.05 * rate_mbps,
                 "Mbit/s",
             ),
@@ -251,13 +282,14 @@ fn delay_phase(
         } else {
             LossModel::None
         });
-    let (sink, relay) = stream(
+    let Streamed { sink, relay, .. } = stream(
         hop,
         config.seed,
         |src, dst| {
             CbrSource::new(src, dst, probe_len, interval, count)
                 .with_linger(config.delay * 2 + Duration::from_millis(200))
         },
+        true,
         limit,
     )?;
     // Transmission time of a probe (IP length) at the configured rate.
@@ -291,29 +323,144 @@ fn delay_phase(
     })
 }
 
+/// Where the rate phase's datagrams went, from the source to the sink,
+/// and how fast they were offered: what tells a link that delivers less
+/// than its rate from an instrument or a relay that could not keep up.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct RatePath {
+    /// The rate the source offered, in bit/s (IP lengths, from the first
+    /// and last datagram that arrived).
+    pub offered_bps: f64,
+    /// Datagrams the source's socket took.
+    pub sent: u64,
+    /// Datagrams the source's socket refused.
+    pub send_errors: u64,
+    /// Frames the kernel dropped on the relay's ports before it read them.
+    pub relay_kernel_drops: u64,
+    /// Frames offered to the forward link.
+    pub link_offered: u64,
+    /// Frames the forward link dropped from its full buffer.
+    pub link_dropped_buffer: u64,
+    /// Frames the kernel would not take from the relay.
+    pub relay_send_failures: u64,
+    /// Datagrams the sink received.
+    pub received: u64,
+    /// How late the relay sent the frames.
+    pub lateness: Lateness,
+}
+
+/// What held the rate phase's delivered rate below the configured one,
+/// when it is outside its tolerance ([`LinkCheckReport::rate_limit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum RateLimit {
+    /// The source could not offer 1.1× the rate: the instrument's limit,
+    /// not the link's.
+    Source {
+        /// What it offered, in Mbit/s.
+        offered_mbps: f64,
+    },
+    /// The relay could not keep up (more than 1% of the frames sent over
+    /// 1 ms late, or dropped by its sockets before it read them): the
+    /// emulator's capacity on this host, which it delivers.
+    Relay {
+        /// The rate it delivered, in Mbit/s.
+        delivered_mbps: f64,
+    },
+    /// The sink received fewer datagrams than the link delivered: the
+    /// instrument's limit.
+    Sink {
+        /// Datagrams the link delivered that the sink did not receive.
+        missed: u64,
+    },
+}
+
+impl RateLimit {
+    /// What limited a rate phase that measured `measured_bps` against
+    /// `configured_bps`, from where its datagrams went; `None` if nothing
+    /// stands out.
+    pub fn of(path: &RatePath, measured_bps: f64, configured_bps: f64) -> Option<RateLimit> {
+        let delivered = path.link_offered.saturating_sub(path.link_dropped_buffer);
+        if 100 * path.lateness.over_1ms > path.lateness.frames.max(1)
+            || 100 * path.relay_kernel_drops > path.sent.max(1)
+        {
+            Some(RateLimit::Relay {
+                delivered_mbps: measured_bps / 1e6,
+            })
+        } else if 100 * path.received < 99 * delivered {
+            Some(RateLimit::Sink {
+                missed: delivered - path.received,
+            })
+        } else if path.offered_bps < 1.1 * configured_bps {
+            Some(RateLimit::Source {
+                offered_mbps: path.offered_bps / 1e6,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// What the rate phase measured.
+struct RatePhase {
+    /// Delivered bits per second over the saturated part of the run.
+    rate_bps: f64,
+    /// The datagrams it counted.
+    packets: u64,
+    path: RatePath,
+}
+
 /// The rate phase: full-size datagrams at 1.25× the rate into a
-/// 100-packet buffer, no loss. Returns the delivered bits per second over
-/// the saturated part of the run and the datagrams it counted.
-fn rate_phase(config: &LinkCheckConfig, limit: Duration) -> Result<(f64, u64), TestbedError> {
+/// 100-packet buffer, no loss.
+fn rate_phase(config: &LinkCheckConfig, limit: Duration) -> Result<RatePhase, TestbedError> {
     let payload = 1472usize;
     let wire = (payload + 28) as u64;
     let per_packet = config.rate.transmit_time(wire).mul_f64(0.8);
     let rate_count = (config.duration.as_secs_f64() / per_packet.as_secs_f64()) as u64;
     let hop =
         LinkConfig::constant(config.delay, config.rate).with_buffer(BufferLimit::Packets(100));
-    let (rate_sink, _) = stream(
+    let streamed = stream(
         hop,
         config.seed + 1,
         |src, dst| {
             CbrSource::new(src, dst, payload, per_packet, rate_count)
                 .with_linger(config.delay * 2 + Duration::from_millis(200))
         },
+        false,
         limit,
     )?;
-    let arrivals = rate_sink.arrivals();
+    let arrivals = streamed.sink.arrivals();
+    let forward = streamed
+        .relay
+        .links
+        .first()
+        .map(|l| l.0)
+        .unwrap_or_default();
+    let probes = || arrivals.iter().filter_map(|a| a.probe);
+    let offered_bps = match (
+        probes().min_by_key(|p| p.seq),
+        probes().max_by_key(|p| p.seq),
+    ) {
+        (Some(first), Some(last)) if last.sent_at > first.sent_at => {
+            (last.seq - first.seq) as f64 * wire as f64 * 8.0
+                / (last.sent_at - first.sent_at).as_secs_f64()
+        }
+        _ => 0.0,
+    };
+    let path = RatePath {
+        offered_bps,
+        sent: streamed.source.sent,
+        send_errors: streamed.source.send_errors,
+        relay_kernel_drops: streamed.relay.kernel_drops,
+        link_offered: forward.offered.packets,
+        link_dropped_buffer: forward.dropped_buffer.packets,
+        relay_send_failures: streamed.relay.send_failures,
+        received: arrivals.len() as u64,
+        lateness: streamed.relay.lateness,
+    };
     // Skip the first 10% (the queue filling) and measure from there on.
     let skip = arrivals.len() / 10;
-    Ok(match (arrivals.get(skip), arrivals.last()) {
+    let (rate_bps, packets) = match (arrivals.get(skip), arrivals.last()) {
         (Some(first), Some(last)) if last.at > first.at => {
             let bytes: u64 = arrivals[skip + 1..].iter().map(|a| a.wire_len as u64).sum();
             let span = last.at - first.at;
@@ -323,5 +470,10 @@ fn rate_phase(config: &LinkCheckConfig, limit: Duration) -> Result<(f64, u64), T
             )
         }
         _ => (0.0, 0),
+    };
+    Ok(RatePhase {
+        rate_bps,
+        packets,
+        path,
     })
 }

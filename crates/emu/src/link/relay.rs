@@ -11,13 +11,19 @@
 //! link never decrease, so each link's holding queue is a plain FIFO and
 //! the next wake-up is the earliest head.
 //!
-//! Frames are received with `recvmmsg` and sent with `sendmmsg`, in batches.
+//! Frames are received with `recvmmsg` and sent with `sendmmsg`, in batches,
+//! and each is offered to its link at the time the kernel stamped it on
+//! arrival (`SO_TIMESTAMPNS`), not when the relay got to read it: a relay
+//! that reads a burst late still shows the link the frames' real spacing.
+//! A busy relay wakes at most once every [`MIN_WAKE`]: what arrived or fell
+//! due meanwhile is read and sent together, so its cost per frame falls as
+//! the rate grows, and a frame is sent at most that much late.
 //! The links count IP lengths (the frame without its 14-byte Ethernet
 //! header), as the simulator does. Frames the relay does not understand
 //! (ARP, anything not IP) go through the same link: a link is a link.
 
 use crate::RealClock;
-use crate::sys::{PacketSocket, PollFd, RecvBatch};
+use crate::sys::{PacketSocket, PollFd, RecvBatch, SendBatch};
 use netsim::{Fate, HopConfig, Link, LinkConfigError, LinkStats, Pcapng, Seed, Time};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -36,6 +42,11 @@ const MAX_FRAME: usize = 1522;
 const BATCH: usize = 64;
 /// The longest the relay sleeps without looking at its stop flag.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// The least time from one wake-up of the relay to the next: frames that
+/// arrive or fall due sooner wait for the next one (at most this long).
+const MIN_WAKE: Duration = Duration::from_micros(100);
+/// Batches read from one port per wake-up.
+const BATCHES_PER_WAKE: usize = 16;
 
 /// One emulated hop: its two ports and the configuration of its links.
 #[derive(Clone, Debug)]
@@ -185,6 +196,10 @@ impl Relay {
                         port: name.clone(),
                         source,
                     })?;
+                socket.stamp_arrivals().map_err(|source| RelayError::Port {
+                    port: name.clone(),
+                    source,
+                })?;
                 ports.push(socket);
             }
             lane_of_port.push(lanes.len());
@@ -260,12 +275,20 @@ impl Relay {
         };
         let mut batch = RecvBatch::new(BATCH, MAX_FRAME + 1);
         let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+        let mut send = SendBatch::new(BATCH);
+        let mut fds: Vec<PollFd> = self
+            .ports
+            .iter()
+            .map(|p| PollFd::readable(p.as_fd()))
+            .collect();
+        let mut last_wake: Option<(std::time::Instant, bool)> = None;
         while !stop.load(Ordering::Relaxed) {
             self.take_capture_request();
             let clock = link_clock.clock();
             let now = clock.now();
+            let mut handled = 0;
             for lane in 0..self.lanes.len() {
-                self.send_due(lane, now, &clock, &mut out)?;
+                handled += self.send_due(lane, now, &clock, &mut out, &mut send)?;
             }
             let next = self
                 .lanes
@@ -273,19 +296,29 @@ impl Relay {
                 .filter_map(|lane| lane.held.front().map(|(at, _)| *at))
                 .min();
             let sleep = next.map_or(MAX_SLEEP, |at| clock.until(at).min(MAX_SLEEP));
-            let mut fds: Vec<PollFd> = self
-                .ports
-                .iter()
-                .map(|p| PollFd::readable(p.as_fd()))
-                .collect();
-            crate::sys::poll(&mut fds, Some(sleep))?;
+            // A busy relay (its last two wake-ups less than 2 × MIN_WAKE
+            // apart, with frames to carry) waits out the rest of MIN_WAKE without looking at the
+            // sockets, then reads whatever is there.
+            let rest = match last_wake {
+                Some((at, true)) => MIN_WAKE.saturating_sub(at.elapsed()),
+                _ => Duration::ZERO,
+            };
+            if rest > Duration::ZERO {
+                std::thread::sleep(rest);
+                fds.iter_mut().for_each(|fd| fd.readable = true);
+            } else {
+                crate::sys::poll(&mut fds, Some(sleep))?;
+            }
+            let woke = std::time::Instant::now();
             // The clock may have restarted while the relay slept.
             let clock = link_clock.clock();
             for (port, fd) in fds.iter().enumerate() {
                 if fd.readable {
-                    self.receive(port, &clock, &mut batch)?;
+                    handled += self.receive(port, &clock, &mut batch)?;
                 }
             }
+            let busy = handled > 0 && last_wake.is_some_and(|(at, _)| woke - at < 2 * MIN_WAKE);
+            last_wake = Some((woke, busy));
         }
         for port in &self.ports {
             self.report.kernel_drops += port.take_stats().map_or(0, |s| s.drops);
@@ -299,22 +332,32 @@ impl Relay {
     }
 
     /// Reads what waits on `port` (a bounded number of batches, so a
-    /// flood on one port does not starve the others' sends).
-    fn receive(&mut self, port: usize, clock: &RealClock, batch: &mut RecvBatch) -> io::Result<()> {
+    /// flood on one port does not starve the others' sends), each frame
+    /// offered to its link at its kernel arrival stamp. Returns how many
+    /// it read.
+    fn receive(
+        &mut self,
+        port: usize,
+        clock: &RealClock,
+        batch: &mut RecvBatch,
+    ) -> io::Result<usize> {
         let index = self.lane_of_port[port];
         let lane = &mut self.lanes[index];
         let capture = self.lane_capture.get(index).copied().flatten();
-        for _ in 0..4 {
+        let mut read = 0;
+        for _ in 0..BATCHES_PER_WAKE {
             let n = self.ports[port].recv_batch(batch)?;
             if n == 0 {
                 break;
             }
-            let now = clock.now();
-            for (bytes, len) in batch.frames() {
+            read += n;
+            let anchor = clock.anchor();
+            for (i, (bytes, len)) in batch.frames().enumerate() {
                 if len > MAX_FRAME {
                     self.report.oversize += 1;
                     continue;
                 }
+                let now = batch.stamps()[i].map_or(anchor.now(), |stamp| anchor.place(stamp));
                 if let Some((file, interface)) = capture
                     && let Some((_, pcap)) = self.report.captures.get_mut(file)
                 {
@@ -334,18 +377,21 @@ impl Relay {
                 break;
             }
         }
-        Ok(())
+        Ok(read)
     }
 
-    /// Sends the lane's frames whose time has come, in batches.
+    /// Sends the lane's frames whose time has come, in batches; returns
+    /// how many it took from the lane.
     fn send_due(
         &mut self,
         lane: usize,
         now: Time,
         clock: &RealClock,
         out: &mut Vec<Vec<u8>>,
-    ) -> io::Result<()> {
+        send: &mut SendBatch,
+    ) -> io::Result<usize> {
         let lane = &mut self.lanes[lane];
+        let mut taken = 0;
         loop {
             out.clear();
             while out.len() < BATCH {
@@ -359,10 +405,10 @@ impl Relay {
                 }
             }
             if out.is_empty() {
-                return Ok(());
+                return Ok(taken);
             }
-            let frames: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
-            let sent = self.ports[lane.out].send_batch(&frames)?;
+            taken += out.len();
+            let sent = self.ports[lane.out].send_frames(out, send)?;
             // A full transmit queue drops the rest, as a NIC would.
             self.report.send_failures += (out.len() - sent) as u64;
             self.spare.append(out);

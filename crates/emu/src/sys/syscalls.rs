@@ -1,6 +1,6 @@
 //! The few Linux system calls real mode needs that std and socket2 do not
-//! wrap: AF_PACKET sockets with batched receive and send (`recvmmsg`,
-//! `sendmmsg`), `setns` into a named network namespace, `ppoll` with a
+//! wrap: AF_PACKET and UDP sockets with batched receive and send
+//! (`recvmmsg`, `sendmmsg`), `setns` into a named network namespace, `ppoll` with a
 //! nanosecond timeout, a real-time scheduling class for the relay, and
 //! CPU affinity (a middle node's thread on a core of its own).
 //!
@@ -12,6 +12,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -278,76 +279,20 @@ impl PacketSocket {
     /// Receives up to `batch.capacity()` frames without blocking
     /// (`recvmmsg`); returns how many (0 if none is waiting).
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
-        batch.prepare();
-        // SAFETY: every msghdr points at an iovec, buffer and control
-        // buffer in `batch`, which outlive the call; vlen matches the array.
-        let ret = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                batch.headers.as_mut_ptr(),
-                batch.headers.len() as libc::c_uint,
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                std::ptr::null_mut(),
-            )
-        };
-        if ret < 0 {
-            let error = io::Error::last_os_error();
-            return match error.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                _ => Err(error),
-            };
-        }
-        let n = ret as usize;
-        batch.filled = n;
-        for i in 0..n {
-            // MSG_TRUNC makes msg_len the frame's real length.
-            batch.lens[i] = batch.headers[i].msg_len as usize;
-            batch.stamps[i] = arrival_stamp(&batch.headers[i].msg_hdr);
-        }
-        Ok(n)
+        // MSG_TRUNC makes each length the frame's real length.
+        recv_mmsg(self.fd.as_fd(), batch, libc::MSG_TRUNC)
     }
 
     /// Sends frames out of the interface (`sendmmsg`); returns how many
     /// the kernel took (fewer when its queue is full).
     pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
-        if frames.is_empty() {
-            return Ok(0);
-        }
-        let mut iovecs: Vec<libc::iovec> = frames
-            .iter()
-            .map(|f| libc::iovec {
-                iov_base: f.as_ptr() as *mut libc::c_void,
-                iov_len: f.len(),
-            })
-            .collect();
-        let mut headers: Vec<libc::mmsghdr> = iovecs
-            .iter_mut()
-            .map(|iov| {
-                // SAFETY: an all-zero msghdr is valid (no name, no control).
-                let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                header.msg_hdr.msg_iov = iov;
-                header.msg_hdr.msg_iovlen = 1;
-                header
-            })
-            .collect();
-        // SAFETY: the headers point at iovecs that point at `frames`, all
-        // alive for the call; the kernel only reads them.
-        let ret = unsafe {
-            libc::sendmmsg(
-                self.fd.as_raw_fd(),
-                headers.as_mut_ptr(),
-                headers.len() as libc::c_uint,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if ret < 0 {
-            let error = io::Error::last_os_error();
-            return match error.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
-                _ => Err(error),
-            };
-        }
-        Ok(ret as usize)
+        let mut batch = SendBatch::new(frames.len());
+        send_mmsg(self.fd.as_fd(), frames, None, &mut batch)
+    }
+
+    /// [`Self::send_batch`] with reusable headers (no allocation).
+    pub fn send_frames(&self, frames: &[Vec<u8>], batch: &mut SendBatch) -> io::Result<usize> {
+        send_mmsg(self.fd.as_fd(), frames, None, batch)
     }
 
     /// Reads (and resets) the kernel's counters for this socket.
@@ -378,12 +323,203 @@ impl AsFd for PacketSocket {
     }
 }
 
+/// Reusable headers for `sendmmsg` ([`PacketSocket::send_frames`],
+/// [`udp_send_batch`]).
+pub struct SendBatch {
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    names: Vec<libc::sockaddr_storage>,
+}
+
+// SAFETY: the raw pointers in `iovecs` and `headers` are rebuilt before
+// every use and point only into data borrowed for that call.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    /// Room for `count` messages a call (more are sent in several calls).
+    pub fn new(count: usize) -> SendBatch {
+        SendBatch {
+            iovecs: Vec::with_capacity(count),
+            headers: Vec::with_capacity(count),
+            names: Vec::with_capacity(count),
+        }
+    }
+}
+
+/// A socket address as the kernel takes it, with its length.
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(v4) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in.
+            let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = v4.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(v4.ip().octets());
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = v6.port().to_be();
+            sin6.sin6_addr.s6_addr = v6.ip().octets();
+            sin6.sin6_flowinfo = v6.flowinfo();
+            sin6.sin6_scope_id = v6.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// The socket address in `storage`, if it is an IPv4 or IPv6 one.
+fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let sin = unsafe { &*(storage as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(storage as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// `sendmmsg` of `messages` on `fd`, to `dsts` (one per message) or to
+/// where the socket is bound; returns how many the kernel took (0 when
+/// its buffer is full).
+fn send_mmsg<B: AsRef<[u8]>>(
+    fd: BorrowedFd<'_>,
+    messages: &[B],
+    dsts: Option<&[SocketAddr]>,
+    batch: &mut SendBatch,
+) -> io::Result<usize> {
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    batch.iovecs.clear();
+    batch.headers.clear();
+    batch.names.clear();
+    for message in messages {
+        let bytes = message.as_ref();
+        batch.iovecs.push(libc::iovec {
+            iov_base: bytes.as_ptr() as *mut libc::c_void,
+            iov_len: bytes.len(),
+        });
+    }
+    let mut lens = Vec::new();
+    if let Some(dsts) = dsts {
+        for &dst in dsts.iter().take(messages.len()) {
+            let (name, len) = sockaddr(dst);
+            batch.names.push(name);
+            lens.push(len);
+        }
+    }
+    for (i, iov) in batch.iovecs.iter_mut().enumerate() {
+        // SAFETY: an all-zero mmsghdr is valid (no name, no control).
+        let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        header.msg_hdr.msg_iov = iov;
+        header.msg_hdr.msg_iovlen = 1;
+        if let (Some(name), Some(&len)) = (batch.names.get_mut(i), lens.get(i)) {
+            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            header.msg_hdr.msg_namelen = len;
+        }
+        batch.headers.push(header);
+    }
+    // SAFETY: the headers point at iovecs and names in `batch` and the
+    // iovecs at `messages`, all alive and unmoved for the call; the kernel
+    // only reads them.
+    let ret = unsafe {
+        libc::sendmmsg(
+            fd.as_raw_fd(),
+            batch.headers.as_mut_ptr(),
+            batch.headers.len() as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if ret < 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(error),
+        };
+    }
+    Ok(ret as usize)
+}
+
+/// Sends datagrams from a UDP socket, each to its destination, with one
+/// `sendmmsg`; returns how many the kernel took (0 when the socket's
+/// buffer is full).
+pub fn udp_send_batch(
+    socket: &UdpSocket,
+    payloads: &[&[u8]],
+    dsts: &[SocketAddr],
+    batch: &mut SendBatch,
+) -> io::Result<usize> {
+    let n = payloads.len().min(dsts.len());
+    send_mmsg(socket.as_fd(), &payloads[..n], Some(&dsts[..n]), batch)
+}
+
+/// Receives up to `batch.capacity()` datagrams from a non-blocking UDP
+/// socket with one `recvmmsg`; returns how many (0 if none is waiting).
+/// [`RecvBatch::source`] gives each one's sender.
+pub fn udp_recv_batch(socket: &UdpSocket, batch: &mut RecvBatch) -> io::Result<usize> {
+    recv_mmsg(socket.as_fd(), batch, 0)
+}
+
+/// `recvmmsg` on `fd` into `batch`, without blocking.
+fn recv_mmsg(fd: BorrowedFd<'_>, batch: &mut RecvBatch, flags: libc::c_int) -> io::Result<usize> {
+    batch.prepare();
+    // SAFETY: every msghdr points at a name, an iovec, a buffer and a
+    // control buffer in `batch`, which outlive the call; vlen matches the
+    // array.
+    let ret = unsafe {
+        libc::recvmmsg(
+            fd.as_raw_fd(),
+            batch.headers.as_mut_ptr(),
+            batch.headers.len() as libc::c_uint,
+            libc::MSG_DONTWAIT | flags,
+            std::ptr::null_mut(),
+        )
+    };
+    if ret < 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(error),
+        };
+    }
+    let n = ret as usize;
+    batch.filled = n;
+    for i in 0..n {
+        batch.lens[i] = batch.headers[i].msg_len as usize;
+        batch.stamps[i] = arrival_stamp(&batch.headers[i].msg_hdr);
+    }
+    Ok(n)
+}
+
 /// Reusable buffers for [`PacketSocket::recv_batch`].
 pub struct RecvBatch {
     buffers: Vec<Vec<u8>>,
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
     controls: Vec<[u64; CONTROL_WORDS]>,
+    names: Vec<libc::sockaddr_storage>,
     lens: Vec<usize>,
     stamps: Vec<Option<Duration>>,
     filled: usize,
@@ -427,6 +563,8 @@ impl RecvBatch {
             // SAFETY: an all-zero mmsghdr is valid.
             headers: (0..count).map(|_| unsafe { std::mem::zeroed() }).collect(),
             controls: vec![[0; CONTROL_WORDS]; count],
+            // SAFETY: an all-zero sockaddr_storage is valid.
+            names: (0..count).map(|_| unsafe { std::mem::zeroed() }).collect(),
             lens: vec![0; count],
             stamps: vec![None; count],
             filled: 0,
@@ -447,11 +585,12 @@ impl RecvBatch {
                 iov_len: buffer.len(),
             });
         }
-        for ((header, iov), control) in self
+        for (((header, iov), control), name) in self
             .headers
             .iter_mut()
             .zip(self.iovecs.iter_mut())
             .zip(self.controls.iter_mut())
+            .zip(self.names.iter_mut())
         {
             // SAFETY: an all-zero mmsghdr is valid.
             *header = unsafe { std::mem::zeroed() };
@@ -459,6 +598,8 @@ impl RecvBatch {
             header.msg_hdr.msg_iovlen = 1;
             header.msg_hdr.msg_control = control.as_mut_ptr().cast();
             header.msg_hdr.msg_controllen = std::mem::size_of_val(control);
+            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            header.msg_hdr.msg_namelen = std::mem::size_of_val(name) as libc::socklen_t;
         }
     }
 
@@ -466,6 +607,12 @@ impl RecvBatch {
     /// the buffer) and its real length.
     pub fn frames(&self) -> impl Iterator<Item = (&[u8], usize)> {
         (0..self.filled).map(|i| self.frame(i))
+    }
+
+    /// The sender of message `index` of the last receive, for a UDP
+    /// socket ([`udp_recv_batch`]).
+    pub fn source(&self, index: usize) -> Option<SocketAddr> {
+        socket_addr(&self.names[index])
     }
 
     /// Forgets the last receive's frames.
@@ -528,6 +675,37 @@ mod tests {
         // SAFETY: no arguments; returns the CPU or -1 with errno.
         let cpu = check(unsafe { libc::sched_getcpu() })?;
         Ok(cpu as usize)
+    }
+
+    /// A batch sent with `sendmmsg` arrives whole and in order through
+    /// `recvmmsg`, each datagram with its sender's address.
+    #[test]
+    fn udp_batches_carry_payloads_and_addresses() {
+        let a = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let b = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        b.set_nonblocking(true).expect("non-blocking");
+        let to = b.local_addr().expect("address");
+        let payloads: [&[u8]; 3] = [b"one", b"two two", b"three three three"];
+        let mut send = SendBatch::new(2);
+        let sent = udp_send_batch(&a, &payloads, &[to; 3], &mut send).expect("send");
+        assert_eq!(sent, 3);
+        let mut batch = RecvBatch::new(8, 64);
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let n = udp_recv_batch(&b, &mut batch).expect("receive");
+            for i in 0..n {
+                got.push((batch.frame(i).0.to_vec(), batch.source(i)));
+            }
+            if got.len() == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let from = Some(a.local_addr().expect("address"));
+        let want: Vec<(Vec<u8>, Option<SocketAddr>)> =
+            payloads.iter().map(|p| (p.to_vec(), from)).collect();
+        assert_eq!(got, want);
+        assert_eq!(udp_recv_batch(&b, &mut batch).expect("receive"), 0);
     }
 
     #[test]

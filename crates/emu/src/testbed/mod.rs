@@ -274,7 +274,9 @@ impl Testbed {
             }
             let driver = HostDriver::bind(host, &bind);
             let _ = ready_tx.send(driver.as_ref().err().map(|e| e.to_string()));
-            driver?.run(clock, run.until, run.deadline, &run.stop)
+            driver?
+                .with_min_wake(run.min_wake)
+                .run(clock, run.until, run.deadline, &run.stop)
         })?;
         match ready_rx.recv() {
             Ok(None) => Ok(HostThread { handle }),
@@ -406,6 +408,9 @@ pub struct HostRunSpec {
     /// should not wait for the scheduler. Endpoints under study run as
     /// ordinary threads.
     pub realtime: bool,
+    /// Its driver's least interval between wake-ups once busy
+    /// ([`HostDriver::with_min_wake`]; zero: none).
+    pub min_wake: std::time::Duration,
 }
 
 impl HostRunSpec {
@@ -416,6 +421,7 @@ impl HostRunSpec {
             deadline,
             stop,
             realtime: false,
+            min_wake: std::time::Duration::ZERO,
         }
     }
 }
