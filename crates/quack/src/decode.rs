@@ -118,10 +118,22 @@ impl Decoder {
             };
         }
         newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
-        self.prepared.clear();
-        self.prepared
-            .extend(self.coeffs.iter().map(|&c| F::kernel_prepare(c)));
-        self.find_roots::<F>(candidates);
+        if m == 1 {
+            // The polynomial is `x - d_1`: its roots among the candidates
+            // are the candidates equal to `d_1`, found without evaluating.
+            let root = diff.sums[0];
+            self.roots.clear();
+            for (i, &id) in candidates.iter().enumerate() {
+                if F::element(id) == root {
+                    self.roots.push((root, i));
+                }
+            }
+        } else {
+            self.prepared.clear();
+            self.prepared
+                .extend(self.coeffs.iter().map(|&c| F::kernel_prepare(c)));
+            self.find_roots::<F>(candidates);
+        }
         if self.roots.len() == m && self.roots_distinct() {
             // Found in candidate order, so already ascending.
             out.indices.extend(self.roots.iter().map(|&(_, i)| i));

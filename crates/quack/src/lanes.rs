@@ -81,6 +81,42 @@ pub(crate) fn add_power_sums<F: Field>(totals: &mut [u64], xs: &[u64; SMALL_BATC
 
 /// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`):
 /// the plain scalar reference the kernels are tested against.
+/// Adds the powers `x^1 ..= x^t` of one element to `totals` (`t` of them)
+/// with [`Field::lane_add`]: for the few identifiers a small quACK holds,
+/// where a vector of padded lanes would cost more multiplies than it saves.
+/// The first eight powers come from a tree three multiplications deep;
+/// each further eight are the previous eight times `x^8`, one vector step.
+/// (A chain `x^k = x^(k-1) * x` would put `t - 1` multiplications on the
+/// path, which is what a one-packet quACK waits for.)
+#[inline]
+pub(crate) fn add_id_powers<F: Field>(totals: &mut [u64], x: u64) {
+    let x2 = F::mul(x, x);
+    let x3 = F::mul(x2, x);
+    let x4 = F::mul(x2, x2);
+    let mut pow = [
+        x,
+        x2,
+        x3,
+        x4,
+        F::mul(x4, x),
+        F::mul(x4, x2),
+        F::mul(x4, x3),
+        F::mul(x4, x4),
+    ];
+    let x8 = pow[7];
+    let mut chunks = totals.chunks_mut(LANES);
+    let mut chunk = chunks.next();
+    while let Some(totals) = chunk {
+        for (total, &p) in totals.iter_mut().zip(&pow) {
+            *total = F::lane_add(*total, p);
+        }
+        chunk = chunks.next();
+        if chunk.is_some() {
+            pow.iter_mut().for_each(|p| *p = F::mul(*p, x8));
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
     let mut pow = x;
