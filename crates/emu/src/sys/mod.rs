@@ -15,6 +15,6 @@ mod syscalls;
 pub use clock::{Anchor, RealClock};
 pub use process::{Finished, Process};
 pub use syscalls::{
-    PacketSocket, PacketSocketStats, PollFd, RecvBatch, enter_netns, interface_index, pin_thread,
-    poll, send_signal, set_realtime, thread_cpu_time, thread_cpus,
+    PacketSocket, PacketSocketStats, PollFd, RecvBatch, SendBatch, enter_netns, interface_index,
+    pin_thread, poll, send_signal, set_realtime, thread_cpu_time, thread_cpus, udp_send_batch,
 };

@@ -12,6 +12,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -376,6 +377,109 @@ impl AsFd for PacketSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
+}
+
+/// Reusable headers for `sendmmsg` ([`udp_send_batch`]).
+pub struct SendBatch {
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    names: Vec<(libc::sockaddr_storage, libc::socklen_t)>,
+}
+
+// SAFETY: the raw pointers in `iovecs` and `headers` are rebuilt before
+// every use and point only into data borrowed for that call.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    /// Room for `count` messages a call without reallocating.
+    pub fn new(count: usize) -> SendBatch {
+        SendBatch {
+            iovecs: Vec::with_capacity(count),
+            headers: Vec::with_capacity(count),
+            names: Vec::with_capacity(count),
+        }
+    }
+}
+
+/// Sends datagrams from a UDP socket, each to its destination, with one
+/// `sendmmsg`; returns how many the kernel took (0 when the socket's
+/// buffer is full).
+pub fn udp_send_batch(
+    socket: &UdpSocket,
+    payloads: &[&[u8]],
+    dsts: &[SocketAddr],
+    batch: &mut SendBatch,
+) -> io::Result<usize> {
+    let n = payloads.len().min(dsts.len());
+    if n == 0 {
+        return Ok(0);
+    }
+    batch.iovecs.clear();
+    batch.headers.clear();
+    batch.names.clear();
+    for (payload, &dst) in payloads[..n].iter().zip(dsts) {
+        batch.iovecs.push(libc::iovec {
+            iov_base: payload.as_ptr() as *mut libc::c_void,
+            iov_len: payload.len(),
+        });
+        batch.names.push(sockaddr(dst));
+    }
+    for (iov, (name, len)) in batch.iovecs.iter_mut().zip(batch.names.iter_mut()) {
+        // SAFETY: an all-zero mmsghdr is valid (no name, no control).
+        let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        header.msg_hdr.msg_iov = iov;
+        header.msg_hdr.msg_iovlen = 1;
+        header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+        header.msg_hdr.msg_namelen = *len;
+        batch.headers.push(header);
+    }
+    // SAFETY: the headers point at iovecs and names in `batch` and the
+    // iovecs at `payloads`, all alive and unmoved for the call; the kernel
+    // only reads them.
+    let ret = unsafe {
+        libc::sendmmsg(
+            socket.as_raw_fd(),
+            batch.headers.as_mut_ptr(),
+            batch.headers.len() as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if ret < 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+            _ => Err(error),
+        };
+    }
+    Ok(ret as usize)
+}
+
+/// A socket address as the kernel takes it, with its length.
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(v4) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in.
+            let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = v4.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(v4.ip().octets());
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = v6.port().to_be();
+            sin6.sin6_addr.s6_addr = v6.ip().octets();
+            sin6.sin6_flowinfo = v6.flowinfo();
+            sin6.sin6_scope_id = v6.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
 }
 
 /// Reusable buffers for [`PacketSocket::recv_batch`].
