@@ -84,36 +84,22 @@ pub(crate) fn add_power_sums<F: Field>(totals: &mut [u64], xs: &[u64; SMALL_BATC
 /// Adds the powers `x^1 ..= x^t` of one element to `totals` (`t` of them)
 /// with [`Field::lane_add`]: for the few identifiers a small quACK holds,
 /// where a vector of padded lanes would cost more multiplies than it saves.
-/// The first eight powers come from a tree three multiplications deep;
-/// each further eight are the previous eight times `x^8`, one vector step.
-/// (A chain `x^k = x^(k-1) * x` would put `t - 1` multiplications on the
-/// path, which is what a one-packet quACK waits for.)
+/// Four chains (`x^k = x^(k-4) * x^4`) put a quarter of the multiplications
+/// on the path a one-packet quACK waits for.
 #[inline]
 pub(crate) fn add_id_powers<F: Field>(totals: &mut [u64], x: u64) {
     let x2 = F::mul(x, x);
-    let x3 = F::mul(x2, x);
     let x4 = F::mul(x2, x2);
-    let mut pow = [
-        x,
-        x2,
-        x3,
-        x4,
-        F::mul(x4, x),
-        F::mul(x4, x2),
-        F::mul(x4, x3),
-        F::mul(x4, x4),
-    ];
-    let x8 = pow[7];
-    let mut chunks = totals.chunks_mut(LANES);
-    let mut chunk = chunks.next();
-    while let Some(totals) = chunk {
-        for (total, &p) in totals.iter_mut().zip(&pow) {
-            *total = F::lane_add(*total, p);
+    let mut pow = [x, x2, F::mul(x2, x), x4];
+    let mut quads = totals.chunks_exact_mut(4);
+    for quad in &mut quads {
+        for l in 0..4 {
+            quad[l] = F::lane_add(quad[l], pow[l]);
+            pow[l] = F::mul(pow[l], x4);
         }
-        chunk = chunks.next();
-        if chunk.is_some() {
-            pow.iter_mut().for_each(|p| *p = F::mul(*p, x8));
-        }
+    }
+    for (total, &p) in quads.into_remainder().iter_mut().zip(&pow) {
+        *total = F::lane_add(*total, p);
     }
 }
 
