@@ -103,6 +103,25 @@ pub(crate) fn add_id_powers<F: Field>(totals: &mut [u64], x: u64) {
     }
 }
 
+/// Writes the powers `x^1 ..= x^t` of one element into `sums` (`t` of
+/// them), by the four chains of [`add_id_powers`].
+#[inline]
+pub(crate) fn write_id_powers<F: Field>(sums: &mut [u64], x: u64) {
+    let x2 = F::mul(x, x);
+    let x4 = F::mul(x2, x2);
+    let mut pow = [x, x2, F::mul(x2, x), x4];
+    let mut quads = sums.chunks_exact_mut(4);
+    for quad in &mut quads {
+        quad.copy_from_slice(&pow);
+        for p in &mut pow {
+            *p = F::mul(*p, x4);
+        }
+    }
+    let rest = quads.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&pow[..n]);
+}
+
 #[cfg(test)]
 pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
     let mut pow = x;

@@ -4,7 +4,9 @@ use core::fmt;
 use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
-use crate::lanes::{BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums};
+use crate::lanes::{
+    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
+};
 use crate::sums::{INLINE, Sums};
 use crate::wire::write_power_sum;
 
@@ -168,6 +170,12 @@ impl<F: Field> PowerSums<F> {
 
     /// Writes the current power sums into `sums` (`t` zeros on entry).
     fn add_sums(&self, sums: &mut [u64]) {
+        if self.lanes.is_empty() && self.pending_len == 1 {
+            // One identifier (a quACK every packet): the sums are its
+            // powers, reduced as they are computed.
+            write_id_powers::<F>(sums, F::element(self.pending[0]));
+            return;
+        }
         // Each power's lanes are added with `lane_add` and reduced once: a
         // small field's lane holds less than 2^58 (see `Field::LANE_BATCHES`),
         // so its eight lanes and the pending identifiers' powers stay below

@@ -265,8 +265,8 @@ fn encode_power_sum<F: Field>(q: &Quack<F>, out: &mut Vec<u8>) {
 }
 
 /// Appends a power-sum quACK from its fields (`sums` reduced, at most 255):
-/// the buffer grows once, to the exact size, and the fields are written in
-/// place.
+/// a small one is laid out on the stack and appended in one copy, a larger
+/// one written in place after the buffer grows once, to the exact size.
 #[inline]
 pub(crate) fn write_power_sum<F: Field>(
     threshold: u8,
@@ -275,11 +275,26 @@ pub(crate) fn write_power_sum<F: Field>(
     sums: &[u64],
     out: &mut Vec<u8>,
 ) {
+    /// The largest power-sum quACK of 16 sums: head, last, sums.
+    const SMALL: usize = 8 + 8 + 16 * 8;
+    let w = F::ID_BYTES;
+    let len = 8 + if last.is_some() { w } else { 0 } + sums.len() * w;
+    if len <= SMALL {
+        let mut buf = [0u8; SMALL];
+        lay_out::<F>(threshold, count, last, sums, &mut buf[..len]);
+        out.extend_from_slice(&buf[..len]);
+    } else {
+        let start = out.len();
+        out.resize(start + len, 0);
+        lay_out::<F>(threshold, count, last, sums, &mut out[start..]);
+    }
+}
+
+/// Writes a power-sum quACK into `buf`, exactly its length.
+#[inline(always)]
+fn lay_out<F: Field>(threshold: u8, count: u32, last: Option<F::Id>, sums: &[u64], buf: &mut [u8]) {
     let w = F::ID_BYTES;
     let head = 8 + if last.is_some() { w } else { 0 };
-    let start = out.len();
-    out.resize(start + head + sums.len() * w, 0);
-    let buf = &mut out[start..];
     buf[0] = VERSION << 4 | Kind::PowerSum as u8;
     buf[1] = w as u8 | if last.is_some() { LAST_PRESENT } else { 0 };
     buf[2] = threshold;
