@@ -118,10 +118,22 @@ impl Decoder {
             };
         }
         newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
-        self.prepared.clear();
-        self.prepared
-            .extend(self.coeffs.iter().map(|&c| F::kernel_prepare(c)));
-        self.find_roots::<F>(candidates);
+        if m == 1 {
+            // The polynomial is `x - d_1`: its roots among the candidates
+            // are the candidates equal to `d_1`, found without evaluating.
+            let root = diff.sums[0];
+            self.roots.clear();
+            for (i, &id) in candidates.iter().enumerate() {
+                if F::element(id) == root {
+                    self.roots.push((root, i));
+                }
+            }
+        } else {
+            self.prepared.clear();
+            self.prepared
+                .extend(self.coeffs.iter().map(|&c| F::kernel_prepare(c)));
+            self.find_roots::<F>(candidates);
+        }
         if self.roots.len() == m && self.roots_distinct() {
             // Found in candidate order, so already ascending.
             out.indices.extend(self.roots.iter().map(|&(_, i)| i));
@@ -303,14 +315,26 @@ fn extra_sums_agree<F: Field>(
     sums.resize(extra.len(), 0);
     for &i in found {
         let x = F::element(candidates[i]);
+        // x^(m+1) ..= x^(m+4), then four chains stepping by x^4 (a quarter
+        // of the multiplications on the path).
         let prepared = F::kernel_prepare(x);
-        let mut pow = x;
+        let mut first = x;
         for _ in 0..m {
-            pow = F::kernel_mul(pow, x, prepared);
+            first = F::kernel_mul(first, x, prepared);
         }
-        for s in sums.iter_mut() {
-            *s = F::add(*s, pow);
-            pow = F::kernel_mul(pow, x, prepared);
+        let second = F::kernel_mul(first, x, prepared);
+        let x2 = F::mul(x, x);
+        let x4 = F::mul(x2, x2);
+        let mut pow = [first, second, F::mul(first, x2), F::mul(second, x2)];
+        let mut quads = sums.chunks_exact_mut(4);
+        for quad in &mut quads {
+            for l in 0..4 {
+                quad[l] = F::add(quad[l], pow[l]);
+                pow[l] = F::mul(pow[l], x4);
+            }
+        }
+        for (s, &p) in quads.into_remainder().iter_mut().zip(&pow) {
+            *s = F::add(*s, p);
         }
     }
     sums[..] == *extra

@@ -81,6 +81,47 @@ pub(crate) fn add_power_sums<F: Field>(totals: &mut [u64], xs: &[u64; SMALL_BATC
 
 /// Adds `x^1 ..= x^t` of one identifier into `sums` (`t = sums.len()`):
 /// the plain scalar reference the kernels are tested against.
+/// Adds the powers `x^1 ..= x^t` of one element to `totals` (`t` of them)
+/// with [`Field::lane_add`]: for the few identifiers a small quACK holds,
+/// where a vector of padded lanes would cost more multiplies than it saves.
+/// Four chains (`x^k = x^(k-4) * x^4`) put a quarter of the multiplications
+/// on the path a one-packet quACK waits for.
+#[inline]
+pub(crate) fn add_id_powers<F: Field>(totals: &mut [u64], x: u64) {
+    let x2 = F::mul(x, x);
+    let x4 = F::mul(x2, x2);
+    let mut pow = [x, x2, F::mul(x2, x), x4];
+    let mut quads = totals.chunks_exact_mut(4);
+    for quad in &mut quads {
+        for l in 0..4 {
+            quad[l] = F::lane_add(quad[l], pow[l]);
+            pow[l] = F::mul(pow[l], x4);
+        }
+    }
+    for (total, &p) in quads.into_remainder().iter_mut().zip(&pow) {
+        *total = F::lane_add(*total, p);
+    }
+}
+
+/// Writes the powers `x^1 ..= x^t` of one element into `sums` (`t` of
+/// them), by the four chains of [`add_id_powers`].
+#[inline]
+pub(crate) fn write_id_powers<F: Field>(sums: &mut [u64], x: u64) {
+    let x2 = F::mul(x, x);
+    let x4 = F::mul(x2, x2);
+    let mut pow = [x, x2, F::mul(x2, x), x4];
+    let mut quads = sums.chunks_exact_mut(4);
+    for quad in &mut quads {
+        quad.copy_from_slice(&pow);
+        for p in &mut pow {
+            *p = F::mul(*p, x4);
+        }
+    }
+    let rest = quads.into_remainder();
+    let n = rest.len();
+    rest.copy_from_slice(&pow[..n]);
+}
+
 #[cfg(test)]
 pub(crate) fn add_powers<F: Field>(sums: &mut [u64], x: u64) {
     let mut pow = x;

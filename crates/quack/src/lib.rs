@@ -69,6 +69,7 @@ mod lanes;
 mod power_sum;
 mod send_log;
 mod strawman;
+mod sums;
 mod wire;
 pub mod workload;
 

@@ -4,7 +4,11 @@ use core::fmt;
 use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
-use crate::lanes::{BATCH, Lane, SMALL_BATCH, accumulate, add_power_sums};
+use crate::lanes::{
+    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
+};
+use crate::sums::{INLINE, Sums};
+use crate::wire::write_power_sum;
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -15,11 +19,16 @@ use crate::lanes::{BATCH, Lane, SMALL_BATCH, accumulate, add_power_sums};
 ///
 /// Inserts are buffered `BATCH` at a time and folded into per-lane sums by a
 /// vectorised kernel, so the per-packet cost is a store plus an amortised
-/// share of one vector multiply-add per power sum.
+/// share of one vector multiply-add per power sum. The lanes are allocated
+/// at the first full batch: power sums that never see one (a quACK of a
+/// few packets) live without a heap allocation.
 #[derive(Clone)]
 pub struct PowerSums<F: Field> {
-    /// `lanes[k].0[l]`: the sum over lane `l` of `x^(k+1)`.
+    /// `lanes[k].0[l]`: the sum over lane `l` of `x^(k+1)`; empty until
+    /// the first batch is folded in (all zero until then).
     lanes: Vec<Lane>,
+    /// The threshold `t`.
+    threshold: u8,
     /// Identifiers not yet folded into the lanes, as inserted.
     pending: [F::Id; BATCH],
     pending_len: usize,
@@ -56,7 +65,8 @@ impl<F: Field> PowerSums<F> {
     pub fn new(threshold: usize) -> Result<Self, InvalidThreshold> {
         check_threshold(threshold)?;
         Ok(Self {
-            lanes: vec![Lane::default(); threshold],
+            lanes: Vec::new(),
+            threshold: threshold as u8,
             pending: [F::Id::default(); BATCH],
             pending_len: 0,
             batches: 0,
@@ -69,7 +79,7 @@ impl<F: Field> PowerSums<F> {
 
     /// The threshold `t`: how many missing identifiers a difference can decode.
     pub fn threshold(&self) -> usize {
-        self.lanes.len()
+        self.threshold as usize
     }
 
     /// How many identifiers the multiset holds (wrapping at `2^32`).
@@ -104,7 +114,12 @@ impl<F: Field> PowerSums<F> {
         self.pending[self.pending_len & (BATCH - 1)] = id;
         self.pending_len += 1;
         if self.pending_len == BATCH {
-            fold_batch::<F>(&mut self.lanes, &self.pending, &mut self.batches);
+            fold_batch::<F>(
+                &mut self.lanes,
+                self.threshold,
+                &self.pending,
+                &mut self.batches,
+            );
             self.folded_inserts = self.folded_inserts.wrapping_add(BATCH as u32);
             self.last_folded = Some(self.pending[BATCH - 1]);
             // A removal of the last identifier is now history (and the
@@ -121,6 +136,9 @@ impl<F: Field> PowerSums<F> {
             self.last_removed_at = Some(self.inserts());
         }
         // Subtract from lane 0; which lane holds a term does not matter.
+        if self.lanes.is_empty() {
+            self.lanes = vec![Lane::default(); self.threshold as usize];
+        }
         let x = F::element(id);
         let prepared = F::kernel_prepare(x);
         let mut pow = x;
@@ -145,27 +163,55 @@ impl<F: Field> PowerSums<F> {
     }
 
     /// Writes the current power sums into `sums` (resized to `t`).
-    pub(crate) fn sums_into(&self, sums: &mut Vec<u64>) {
+    pub(crate) fn sums_into(&self, sums: &mut Sums) {
+        sums.reset_zeros(self.threshold());
+        self.add_sums(sums);
+    }
+
+    /// Writes the current power sums into `sums` (`t` zeros on entry).
+    fn add_sums(&self, sums: &mut [u64]) {
+        if self.lanes.is_empty() && self.pending_len == 1 {
+            // One identifier (a quACK every packet): the sums are its
+            // powers, reduced as they are computed.
+            write_id_powers::<F>(sums, F::element(self.pending[0]));
+            return;
+        }
         // Each power's lanes are added with `lane_add` and reduced once: a
         // small field's lane holds less than 2^58 (see `Field::LANE_BATCHES`),
         // so its eight lanes and the pending identifiers' powers stay below
         // 2^62; the 64-bit field's `lane_add` reduces as it goes.
-        sums.clear();
-        sums.extend(
-            self.lanes
-                .iter()
-                .map(|lane| lane.0.iter().fold(0, |acc, &v| F::lane_add(acc, v))),
-        );
-        // The pending identifiers, a small batch at a time, padded with
-        // zeros (which add nothing to any power sum).
-        for chunk in self.pending[..self.pending_len].chunks(SMALL_BATCH) {
+        for (sum, lane) in sums.iter_mut().zip(&self.lanes) {
+            *sum = lane.0.iter().fold(0, |acc, &v| F::lane_add(acc, v));
+        }
+        // The pending identifiers, a small batch at a time; a last partial
+        // batch one identifier at a time (padding it with zeros, which add
+        // nothing, would cost a full batch's multiplies).
+        let mut chunks = self.pending[..self.pending_len].chunks_exact(SMALL_BATCH);
+        for chunk in &mut chunks {
             let mut xs = [0u64; SMALL_BATCH];
             for (x, &id) in xs.iter_mut().zip(chunk) {
                 *x = F::element(id);
             }
             add_power_sums::<F>(sums, &xs);
         }
+        for &id in chunks.remainder() {
+            add_id_powers::<F>(sums, F::element(id));
+        }
         sums.iter_mut().for_each(|s| *s = F::normalize(*s));
+    }
+
+    /// Appends the quACK of the current multiset in its wire format: the
+    /// bytes `self.quack().encode(out)` appends, without building the
+    /// [`Quack`] (and, up to a threshold of 16, without an allocation).
+    pub fn encode_quack(&self, out: &mut Vec<u8>) {
+        let t = self.threshold();
+        if t <= INLINE {
+            let mut sums = [0u64; INLINE];
+            self.add_sums(&mut sums[..t]);
+            write_power_sum::<F>(self.threshold, self.count(), self.last(), &sums[..t], out);
+        } else {
+            self.quack().encode(out);
+        }
     }
 
     /// The quACK of the current multiset.
@@ -184,9 +230,18 @@ impl<F: Field> PowerSums<F> {
     }
 }
 
-/// Folds a full batch into the lanes, normalising them when due.
+/// Folds a full batch into the lanes (allocating them, `threshold` of
+/// them, the first time), normalising them when due.
 #[inline(never)]
-fn fold_batch<F: Field>(lanes: &mut [Lane], batch: &[F::Id; BATCH], batches: &mut u32) {
+fn fold_batch<F: Field>(
+    lanes: &mut Vec<Lane>,
+    threshold: u8,
+    batch: &[F::Id; BATCH],
+    batches: &mut u32,
+) {
+    if lanes.is_empty() {
+        *lanes = vec![Lane::default(); threshold as usize];
+    }
     let mut xs = [0u64; BATCH];
     for (x, &id) in xs.iter_mut().zip(batch) {
         *x = F::element(id);
@@ -228,7 +283,7 @@ pub struct Quack<F: Field> {
     pub(crate) count: u32,
     pub(crate) last: Option<F::Id>,
     /// Field elements `p_1 ..= p_k`, each `< p`.
-    pub(crate) sums: Vec<u64>,
+    pub(crate) sums: Sums,
 }
 
 impl<F: Field> Quack<F> {
@@ -239,7 +294,7 @@ impl<F: Field> Quack<F> {
             threshold: threshold as u8,
             count: 0,
             last: None,
-            sums: vec![0; threshold],
+            sums: Sums::zeros(threshold),
         }
     }
 
@@ -278,7 +333,7 @@ impl<F: Field> fmt::Debug for Quack<F> {
             .field("threshold", &self.threshold)
             .field("count", &self.count)
             .field("last", &self.last)
-            .field("sums", &self.sums)
+            .field("sums", &&self.sums[..])
             .finish()
     }
 }
@@ -290,16 +345,15 @@ impl<F: Field> Sub<&Quack<F>> for &Quack<F> {
     type Output = Quack<F>;
 
     fn sub(self, rhs: &Quack<F>) -> Quack<F> {
+        let mut sums = Sums::zeros(self.sums.len().min(rhs.sums.len()));
+        for ((d, &a), &b) in sums.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
+            *d = F::sub(a, b);
+        }
         Quack {
             threshold: self.threshold.min(rhs.threshold),
             count: self.count.wrapping_sub(rhs.count),
             last: None,
-            sums: self
-                .sums
-                .iter()
-                .zip(&rhs.sums)
-                .map(|(&a, &b)| F::sub(a, b))
-                .collect(),
+            sums,
         }
     }
 }
@@ -345,7 +399,7 @@ mod tests {
         }
         let q = ps.quack();
         let expect: Vec<u64> = naive_sums::<F>(&ids, t);
-        assert_eq!(q.sums, expect, "t={t} n={n} bits={}", F::BITS);
+        assert_eq!(q.sums[..], expect[..], "t={t} n={n} bits={}", F::BITS);
         assert_eq!(q.count, n as u32);
         assert_eq!(q.last, ids.last().map(|&x| F::truncate(x)));
     }
@@ -361,6 +415,28 @@ mod tests {
         }
     }
 
+    fn check_encode_quack<F: Field>(t: usize, n: u64) {
+        let mut ps = PowerSums::<F>::new(t).unwrap();
+        for i in 0..n {
+            ps.insert(F::truncate(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 5));
+        }
+        let (mut direct, mut via_quack) = (vec![9], vec![9]);
+        ps.encode_quack(&mut direct);
+        ps.quack().encode(&mut via_quack);
+        assert_eq!(direct, via_quack, "t={t} n={n} bits={}", F::BITS);
+    }
+
+    #[test]
+    fn encode_quack_writes_the_quacks_bytes() {
+        for t in [1, 2, 10, 16, 17, 40] {
+            for n in [0, 1, 5, 31, 32, 33, 70] {
+                check_encode_quack::<F16>(t, n);
+                check_encode_quack::<F32>(t, n);
+                check_encode_quack::<F64>(t, n);
+            }
+        }
+    }
+
     #[test]
     fn remove_undoes_insert() {
         let mut a = PowerSums::<F32>::new(10).unwrap();
@@ -372,7 +448,7 @@ mod tests {
             b.insert(id);
         }
         a.remove(20);
-        assert_eq!(a.quack().sums, b.quack().sums);
+        assert_eq!(a.quack().sums[..], b.quack().sums[..]);
         assert_eq!(a.count(), 19);
         assert_eq!(a.last(), None, "removing the last value forgets it");
     }
@@ -384,7 +460,7 @@ mod tests {
         assert_eq!(a.count(), u32::MAX);
         a.insert(5);
         assert_eq!(a.count(), 0);
-        assert_eq!(a.quack().sums, vec![0]);
+        assert_eq!(a.quack().sums[..], [0]);
     }
 
     #[test]

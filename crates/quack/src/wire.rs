@@ -33,6 +33,7 @@
 
 use crate::field::Field;
 use crate::power_sum::Quack;
+use crate::sums::Sums;
 
 /// The wire format version this crate writes and reads.
 pub const VERSION: u8 = 1;
@@ -206,14 +207,15 @@ impl<F: Field> Message<F> {
                 } else {
                     None
                 };
-                r.need(k as usize * F::ID_BYTES)?;
-                let mut sums = Vec::with_capacity(k as usize);
-                for index in 0..k as usize {
-                    let s = r.raw::<F>()?;
+                let body = r.take(k as usize * F::ID_BYTES)?;
+                let mut sums = Sums::zeros(k as usize);
+                let fields = body.chunks_exact(F::ID_BYTES);
+                for (index, (sum, field)) in sums.iter_mut().zip(fields).enumerate() {
+                    let s = F::raw(F::read_be(field).expect("exact width"));
                     if s >= F::MODULUS {
                         return Err(WireError::NotReduced { index });
                     }
-                    sums.push(s);
+                    *sum = s;
                 }
                 Self::PowerSum(Quack {
                     threshold,
@@ -259,18 +261,59 @@ impl<F: Field> Quack<F> {
 }
 
 fn encode_power_sum<F: Field>(q: &Quack<F>, out: &mut Vec<u8>) {
-    out.push(VERSION << 4 | Kind::PowerSum as u8);
-    out.push(F::ID_BYTES as u8 | if q.last.is_some() { LAST_PRESENT } else { 0 });
-    out.push(q.threshold);
-    out.push(q.sums.len() as u8);
-    out.extend_from_slice(&q.count.to_be_bytes());
-    if let Some(last) = q.last {
+    write_power_sum::<F>(q.threshold, q.count, q.last, &q.sums, out);
+}
+
+/// Appends a power-sum quACK from its fields (`sums` reduced, at most 255):
+/// a small one is laid out on the stack and appended in one copy, a larger
+/// one written in place after the buffer grows once, to the exact size.
+#[inline]
+pub(crate) fn write_power_sum<F: Field>(
+    threshold: u8,
+    count: u32,
+    last: Option<F::Id>,
+    sums: &[u64],
+    out: &mut Vec<u8>,
+) {
+    /// The largest power-sum quACK of 16 sums: head, last, sums.
+    const SMALL: usize = 8 + 8 + 16 * 8;
+    let w = F::ID_BYTES;
+    let len = 8 + if last.is_some() { w } else { 0 } + sums.len() * w;
+    if len <= SMALL {
+        let mut buf = [0u8; SMALL];
+        lay_out::<F>(threshold, count, last, sums, &mut buf[..len]);
+        out.extend_from_slice(&buf[..len]);
+    } else {
+        let start = out.len();
+        out.resize(start + len, 0);
+        lay_out::<F>(threshold, count, last, sums, &mut out[start..]);
+    }
+}
+
+/// Writes a power-sum quACK into `buf`, exactly its length.
+#[inline(always)]
+fn lay_out<F: Field>(threshold: u8, count: u32, last: Option<F::Id>, sums: &[u64], buf: &mut [u8]) {
+    let w = F::ID_BYTES;
+    let head = 8 + if last.is_some() { w } else { 0 };
+    buf[0] = VERSION << 4 | Kind::PowerSum as u8;
+    buf[1] = w as u8 | if last.is_some() { LAST_PRESENT } else { 0 };
+    buf[2] = threshold;
+    buf[3] = sums.len() as u8;
+    buf[4..8].copy_from_slice(&count.to_be_bytes());
+    if let Some(last) = last {
         // The raw identifier, not its reduction modulo p.
-        F::write_be(F::raw(last), out);
+        put_be::<F>(F::raw(last), &mut buf[8..8 + w]);
     }
-    for &s in &q.sums {
-        F::write_be(s, out);
+    for (field, &s) in buf[head..].chunks_exact_mut(w).zip(sums) {
+        put_be::<F>(s, field);
     }
+}
+
+/// Writes the low `ID_BYTES` bytes of `v`, big-endian, into `field`
+/// (exactly `ID_BYTES` long).
+#[inline(always)]
+fn put_be<F: Field>(v: u64, field: &mut [u8]) {
+    field.copy_from_slice(&v.to_be_bytes()[8 - F::ID_BYTES..]);
 }
 
 struct Reader<'a> {
@@ -279,6 +322,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn need(&self, n: usize) -> Result<(), WireError> {
         let needed = self.pos.saturating_add(n);
         if needed > self.bytes.len() {
@@ -290,6 +334,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         self.need(n)?;
         let out = &self.bytes[self.pos..self.pos + n];
@@ -297,21 +342,20 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    #[inline]
     fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, WireError> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn id<F: Field>(&mut self) -> Result<F::Id, WireError> {
         let b = self.take(F::ID_BYTES)?;
         Ok(F::read_be(b).expect("exact width"))
-    }
-
-    fn raw<F: Field>(&mut self) -> Result<u64, WireError> {
-        Ok(F::raw(self.id::<F>()?))
     }
 }

@@ -1,7 +1,7 @@
 //! A flow's quACK encoder at the configured identifier width (16, 32 or
 //! 64 bits), with the buffers the proxy reuses to build quACK messages.
 
-use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Quack, Scheme};
+use quack::{AnyEncoder, Encoder, F16, F32, F64, Field, IdentifierSource, Scheme};
 
 /// A flow's quACK, for the configured identifier width.
 pub(crate) enum FlowEncoder {
@@ -43,30 +43,22 @@ impl FlowEncoder {
     }
 
     /// Appends the quACK message's bytes to `out` (the same bytes as
-    /// `message().to_bytes()`), reusing `scratch`'s buffers for the power
-    /// sum; false if there is nothing to say.
-    pub(crate) fn encode_message(&self, scratch: &mut QuackScratch, out: &mut Vec<u8>) -> bool {
-        fn encode<F: Field>(
-            e: &AnyEncoder<F>,
-            scratch: &mut Option<Quack<F>>,
-            out: &mut Vec<u8>,
-        ) -> bool {
+    /// `message().to_bytes()`; the power sum without building a `Quack`);
+    /// false if there is nothing to say.
+    pub(crate) fn encode_message(&self, out: &mut Vec<u8>) -> bool {
+        fn encode<F: Field>(e: &AnyEncoder<F>, out: &mut Vec<u8>) -> bool {
             match e {
                 AnyEncoder::PowerSum(sums) => {
-                    match scratch {
-                        Some(quack) => sums.quack_into(quack),
-                        None => *scratch = Some(sums.quack()),
-                    }
-                    scratch.as_ref().expect("set above").encode(out);
+                    sums.encode_quack(out);
                     true
                 }
                 other => other.message().map(|m| m.encode(out)).is_some(),
             }
         }
         match self {
-            FlowEncoder::W16(e) => encode(e, &mut scratch.w16, out),
-            FlowEncoder::W32(e) => encode(e, &mut scratch.w32, out),
-            FlowEncoder::W64(e) => encode(e, &mut scratch.w64, out),
+            FlowEncoder::W16(e) => encode(e, out),
+            FlowEncoder::W32(e) => encode(e, out),
+            FlowEncoder::W64(e) => encode(e, out),
         }
     }
 
@@ -82,8 +74,6 @@ impl FlowEncoder {
 /// Reused buffers for building quACKs.
 #[derive(Default)]
 pub(crate) struct QuackScratch {
-    w16: Option<Quack<F16>>,
-    w32: Option<Quack<F32>>,
-    w64: Option<Quack<F64>>,
+    /// The control message being built.
     pub(crate) bytes: Vec<u8>,
 }

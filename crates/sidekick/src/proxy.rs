@@ -609,9 +609,7 @@ impl SidekickProxy {
             quack: Vec::new(),
         }
         .encode(&mut bytes);
-        let encoded = session
-            .encoder
-            .encode_message(&mut self.scratch, &mut bytes);
+        let encoded = session.encoder.encode_message(&mut bytes);
         // An exact-size copy becomes the payload without another allocation.
         let payload = encoded.then(|| bytes.to_vec());
         self.scratch.bytes = bytes;

@@ -343,10 +343,12 @@ impl<M: Middlebox> MiddleDriver<M> {
         Ok(())
     }
 
-    /// Sends the frames queued in path.
+    /// Sends the frames queued in path, or the datagrams queued for the
+    /// local sockets beside it.
     fn flush(&mut self) {
-        if let Place::InPath(in_path) = &mut self.core.place {
-            in_path.flush(&self.ports, &mut self.core.stats);
+        match &mut self.core.place {
+            Place::InPath(in_path) => in_path.flush(&self.ports, &mut self.core.stats),
+            Place::Beside(beside) => beside.flush(&self.core.locals, &mut self.core.stats),
         }
     }
 
@@ -405,6 +407,7 @@ impl<M: Middlebox> MiddleDriver<M> {
     /// Stops: the engine and the counters. Held datagrams not yet due are
     /// dropped; the kernel's forwarding is restored.
     pub fn into_parts(mut self) -> (M, MiddleStats) {
+        self.flush();
         let stats = self.stats();
         (self.core.engine, stats)
     }
