@@ -33,10 +33,8 @@
 //! * The trending tolerance follows §5's pseudocode (G1 = 2 on the
 //!   gradient, G2 = 4 on the deviation, EWMAs like srtt and mdev);
 //!   PCC-Uspace uses 2.0 for both and separate EWMAs of the deviation.
-//! * The ACK-interval filter ends at the first sample below the moving
-//!   RTT average (the paper); PCC-Uspace also waits for the RTT to rise
-//!   again after it. Its threshold is PCC-Uspace's: 50 times an EWMA of
-//!   the ratios of consecutive ACK intervals.
+//! * The ACK-interval filter uses the paper's fixed ratio 50; PCC-Uspace
+//!   compares with 50 times an EWMA of the ratios.
 //! * Starting doubles the rate after each better result and returns to the
 //!   best rate on the first worse one (Vivace's paper); PCC-Uspace halves
 //!   the current rate. Like PCC-Uspace, the RTT deviation is not

@@ -2,11 +2,7 @@
 //! an MI's RTT gradient and deviation are noise to be ignored.
 //!
 //! * **ACK-interval filter** (per ACK): when the ratio of two consecutive
-//!   ACK intervals (the longer over the shorter) exceeds 50 times its
-//!   moving average (an EWMA with gain 0.1 of every ratio, as PCC-Uspace,
-//!   the paper's implementation, applies the paper's threshold of 50, so
-//!   that a path whose ACKs always come in bunches does not filter
-//!   forever), RTT samples are ignored until one is below
+//!   ACK intervals exceeds 50, RTT samples are ignored until one is below
 //!   "the exponentially weighted moving RTT average" (α = 1/8, as a
 //!   connection's smoothed RTT). That average follows every sample,
 //!   ignored ones included: the paper ignores samples for the utility, not
@@ -80,11 +76,8 @@ impl Default for NoiseTolerance {
     }
 }
 
-/// The ratio of consecutive ACK intervals, over its moving average, that
-/// starts filtering.
+/// The ratio of consecutive ACK intervals that starts filtering.
 pub const ACK_INTERVAL_RATIO: f64 = 50.0;
-/// The gain of the ratios' moving average.
-const RATIO_GAIN: f64 = 0.1;
 /// ACK intervals shorter than this count as this long (two ACKs in one
 /// instant would give an infinite ratio).
 const MIN_ACK_INTERVAL: Duration = Duration::from_micros(1);
@@ -94,8 +87,6 @@ const MIN_ACK_INTERVAL: Duration = Duration::from_micros(1);
 pub struct AckFilter {
     last_ack: Option<Instant>,
     last_interval: Option<Duration>,
-    /// EWMA of the ratios of consecutive ACK intervals.
-    average_ratio: Option<f64>,
     /// Filtering until a sample falls below the average.
     filtering: bool,
     /// EWMA of every sample, admitted or not, seconds: the moving RTT
@@ -117,12 +108,9 @@ impl AckFilter {
             let interval = (now - last).max(MIN_ACK_INTERVAL);
             if let Some(previous) = self.last_interval {
                 let (a, b) = (interval.as_secs_f64(), previous.as_secs_f64());
-                let ratio = (a / b).max(b / a);
-                let average = self.average_ratio.unwrap_or(ratio);
-                if ratio > ACK_INTERVAL_RATIO * average {
+                if (a / b).max(b / a) > ACK_INTERVAL_RATIO {
                     self.filtering = true;
                 }
-                self.average_ratio = Some((1.0 - RATIO_GAIN) * average + RATIO_GAIN * ratio);
             }
             self.last_interval = Some(interval);
         }
@@ -316,24 +304,6 @@ mod tests {
         assert!(filter.admit(ms(34)), "below it: admitted, filter off");
         assert!(filter.admit(ms(35)));
         assert_eq!(filter.rejected(), 2);
-    }
-
-    #[test]
-    fn acks_that_always_come_in_bunches_do_not_keep_the_filter_on() {
-        let mut filter = AckFilter::default();
-        let mut t = Instant::now();
-        // Pairs of ACKs 10 µs apart every 2 ms (ratio 199 each time).
-        for i in 0..200 {
-            t += if i % 2 == 0 {
-                Duration::from_micros(1990)
-            } else {
-                Duration::from_micros(10)
-            };
-            filter.on_ack_arrival(t);
-            filter.admit(Duration::from_millis(30));
-        }
-        // Only the first bunches, before the average ratio learned them.
-        assert!(filter.rejected() <= 2, "{}", filter.rejected());
     }
 
     #[test]
