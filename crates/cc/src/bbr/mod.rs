@@ -63,9 +63,12 @@
 //!   batch, so BBR leaves an episode at the batch after the one that ended
 //!   it, unless that one's losses moved the mark.
 //!
-//! **BBR-S**: whenever the smoothed RTT deviation (RFC 6298's rttvar over
-//! the newest RTT of each ACK) exceeds 20 ms, the sender enters ProbeRTT
-//! for at least 40 ms.
+//! **BBR-S**: whenever the smoothed RTT deviation exceeds 20 ms, the sender
+//! enters ProbeRTT for at least 40 ms. The paper modified "the kernel BBR
+//! implementation" on "the smoothed RTT deviation": the kernel's is `mdev`
+//! (`tcp_rtt_estimator`; `tcpi_rttvar`), kept over the newest RTT of each
+//! ACK: gain 1/4, but 1/32 for a sample below srtt by more than the
+//! deviation.
 
 pub mod delivery;
 
@@ -168,6 +171,7 @@ pub struct Bbr {
     loss_in_round: bool,
     acked_in_batch: u64,
     srtt: Option<Duration>,
+    /// The kernel's smoothed mean deviation of the RTT (BBR-S's signal).
     rttvar: Duration,
     forced_probes: u64,
     /// Where the factory counts forced probes over its connections.
@@ -553,7 +557,7 @@ impl Bbr {
                 self.rttvar = rtt / 2;
             }
             Some(srtt) => {
-                self.rttvar = (3 * self.rttvar + srtt.abs_diff(rtt)) / 4;
+                self.rttvar = kernel_mdev(self.rttvar, srtt, rtt);
                 self.srtt = Some((7 * srtt + rtt) / 8);
             }
         }
@@ -654,6 +658,24 @@ impl CongestionEngine for Bbr {
 
     fn poll_pacing_rate(&self) -> Option<u64> {
         Some(self.pacing_rate())
+    }
+}
+
+/// Linux's update of its smoothed mean deviation (`tcp_rtt_estimator`'s
+/// `mdev_us`, unscaled) by `rtt` against the smoothed RTT before it: gain
+/// 1/4, and 1/32 for a sample below srtt by more than the deviation (the
+/// kernel's damping of decreases).
+fn kernel_mdev(mdev: Duration, srtt: Duration, rtt: Duration) -> Duration {
+    let error = rtt.abs_diff(srtt);
+    let change = if rtt < srtt && error > mdev {
+        (error - mdev) / 32
+    } else {
+        error.abs_diff(mdev) / 4
+    };
+    if error >= mdev {
+        mdev + change
+    } else {
+        mdev - change
     }
 }
 

@@ -146,6 +146,23 @@ fn bbr_s_probes_rtt_when_the_rtt_deviates() {
 }
 
 #[test]
+fn the_kernel_deviation_rises_by_a_quarter_and_falls_slowly_on_low_samples() {
+    let ms = Duration::from_millis;
+    // 40 ms above srtt, deviation 8: 8 + (40 - 8)/4 = 16.
+    assert_eq!(kernel_mdev(ms(8), ms(30), ms(70)), ms(16));
+    // 2 ms off, deviation 8: 8 - 6/4 = 6.5.
+    assert_eq!(
+        kernel_mdev(ms(8), ms(30), ms(28)),
+        Duration::from_micros(6_500)
+    );
+    // 20 ms below srtt, deviation 4: damped, 4 + 16/32 = 4.5 (RFC 6298: 8).
+    assert_eq!(
+        kernel_mdev(ms(4), ms(30), ms(10)),
+        Duration::from_micros(4_500)
+    );
+}
+
+#[test]
 fn the_probe_bw_phase_is_seeded() {
     let phase = |seed: u64| {
         let mut bbr = Bbr::new(false, Seed::new(seed).rng("bbr"), 1200);

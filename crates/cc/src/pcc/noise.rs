@@ -27,8 +27,10 @@
 //!
 //! How the two MI-level mechanisms combine (the paper leaves it open; this
 //! is PCC-Uspace's order): a value is zeroed when the per-MI test says
-//! noise and the trend does not say signal. With only one of them on, it
-//! decides alone.
+//! noise and the trend does not say signal. The trend only ever vetoes
+//! the per-MI test's "noise" (PCC-Uspace's trending test can only mark a
+//! value intolerable), so without the per-MI test nothing is ignored,
+//! and without the trend the per-MI test decides alone.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -260,14 +262,12 @@ pub fn ignore(per_mi: Option<bool>, trend: Option<Trend>) -> (bool, bool) {
     let gradient = match (per_mi, trend) {
         (Some(noise), Some(t)) => noise && !t.gradient_significant,
         (Some(noise), None) => noise,
-        (None, Some(t)) => !t.gradient_significant,
-        (None, None) => false,
+        (None, _) => false,
     };
     let deviation = match (per_mi, trend) {
         (Some(noise), Some(t)) => gradient && noise && !t.deviation_significant,
         (Some(noise), None) => noise,
-        (None, Some(t)) => gradient && !t.deviation_significant,
-        (None, None) => false,
+        (None, _) => false,
     };
     (gradient, deviation)
 }
@@ -368,7 +368,7 @@ mod tests {
         assert_eq!(ignore(Some(true), Some(calm)), (true, true));
         assert_eq!(ignore(Some(true), Some(rising)), (false, false));
         assert_eq!(ignore(Some(false), Some(calm)), (false, false));
-        assert_eq!(ignore(None, Some(calm)), (true, true));
+        assert_eq!(ignore(None, Some(calm)), (false, false));
         assert_eq!(ignore(Some(true), None), (true, true));
         assert_eq!(ignore(None, None), (false, false));
     }
