@@ -16,7 +16,8 @@
 //!   ([`Signal::NearReset`]). A Sidekick sender engine produces these.
 //! * **Tunnel feedback** ([`Input::TunnelFeedback`]): a tunnel on the path
 //!   reports, once per cycle, the rate it sends the flow's packets at, its
-//!   queue for them, the share it retransmits and its own minimum RTT
+//!   queue for them, the share it retransmits, its own minimum RTT and how
+//!   long its repairs take
 //!   ([`Signal::TunnelFeedback`], [`TunnelFeedback`]). The TECC tunnel
 //!   produces these: its client relays them end to end, and the receiving
 //!   endpoint's side turns them into this signal.
@@ -119,6 +120,10 @@ pub struct TunnelFeedback {
     pub retransmit_ppm: u64,
     /// The tunnel's minimum RTT (how long its own recovery takes).
     pub tunnel_min_rtt: Duration,
+    /// How long the tunnel's recent repairs took, from a packet's first
+    /// send to the acknowledgement of its repair (zero before the first):
+    /// the longest its repairs hold a packet back.
+    pub repair_delay: Duration,
 }
 
 /// A queue of signals shared between what produces them and the

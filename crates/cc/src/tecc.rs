@@ -30,7 +30,9 @@
 //! As the paper's server: a time threshold of 9/8 SRTT raised by the
 //! tunnel's retransmission delay T_r, and a packet threshold that starts at
 //! 3 and grows on spurious retransmissions (to the reordering distance seen
-//! plus one, Chromium's rule, up to 300). The rule and why are in
+//! plus one, Chromium's rule, up to 300). T_r is at least the repair delay
+//! the tunnel reports, and the packet threshold at least the packets the
+//! server sends during T_r. The rule and why are in
 //! [`LossRule`]; the connection asks the controller for both thresholds each
 //! time it looks for losses and reports each spurious loss to it
 //! (third_party/noq-proto/PEPKIT.md, item 8). `reordering = "fixed"`
@@ -379,7 +381,8 @@ impl Tecc {
             return;
         };
         self.last_sequence = Some(feedback.sequence);
-        self.loss.on_feedback(feedback.tunnel_min_rtt);
+        self.loss
+            .on_feedback(feedback.tunnel_min_rtt, feedback.repair_delay);
         let t_s = self.min_rtt.unwrap_or(Duration::from_millis(100));
         let sr = self.law.update(
             feedback.rate_bps as f64 / 8.0,
@@ -469,7 +472,9 @@ impl Controller for Tecc {
     }
 
     fn packet_threshold(&self) -> Option<u32> {
-        self.loss.packet_threshold()
+        let t_r = self.loss.repair_delay(self.srtt, self.min_rtt);
+        self.loss
+            .packet_threshold_at(self.tecc_rate(), self.mss, t_r)
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {

@@ -22,6 +22,7 @@ impl Feedback {
             queue_bytes: self.queue_bytes,
             retransmit_ppm: self.retransmit_ppm,
             tunnel_min_rtt: self.tunnel_min_rtt,
+            repair_delay: self.repair_delay,
         }
     }
 }
@@ -51,14 +52,16 @@ mod tests {
                 signal.rate_bps,
                 signal.queue_bytes,
                 signal.retransmit_ppm,
-                signal.tunnel_min_rtt
+                signal.tunnel_min_rtt,
+                signal.repair_delay
             ),
             (
                 feedback.sequence,
                 feedback.rate_bps,
                 feedback.queue_bytes,
                 feedback.retransmit_ppm,
-                feedback.tunnel_min_rtt
+                feedback.tunnel_min_rtt,
+                feedback.repair_delay
             )
         );
     }

@@ -2,7 +2,8 @@
 //! tunnel and feedback cycle τ = T_t (the tunnel's minimum RTT), the
 //! smallest queue of packets waiting for the tunnel, the tunnel's
 //! retransmission ratio and its sending rate (the controller's pacing
-//! rate, or with `RateSource::Sent` the bytes that left in the cycle).
+//! rate, or with `RateSource::Sent` the bytes that left in the cycle),
+//! and how long its recent repairs took (`SenderStats::repair_delay`).
 //!
 //! Noise filtering, as §4.2.4 describes it: the queue is detected many
 //! times per cycle (at every change of the tunnel's state: each packet
@@ -113,6 +114,7 @@ impl Sampler {
             retransmit_ppm,
             tunnel_min_rtt: state.min_rtt.unwrap_or_default(),
             cycle,
+            repair_delay: state.stats.repair_delay,
         };
         self.sequence += 1;
         Some(feedback)

@@ -17,10 +17,24 @@
 //! coalesced datagram ends with its 1-RTT packet, the only one that
 //! carries DATAGRAM frames). The tests check the map against the
 //! simulator's ground truth: which packets a lossy link dropped.
+//!
+//! **Repair delay.** For TECC's feedback the sender measures how long its
+//! repairs take: for each resent datagram that is acknowledged, the time
+//! from its first send to that acknowledgement. The tunnel holds a
+//! repaired packet back by less than that (the repair's own trip is in
+//! it), so it bounds the reordering the repair causes at the client.
+//! [`SenderStats::repair_delay`] is the largest over the latest
+//! [`REPAIR_WINDOW`] repairs acknowledged.
 
 use bytes::Bytes;
+use netsim::Time;
 use quic::{DatagramError, PacketEvent, Session};
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// The acknowledged repairs whose largest delay
+/// [`SenderStats::repair_delay`] reports.
+pub(crate) const REPAIR_WINDOW: usize = 64;
 
 /// A datagram waiting to be sent.
 #[derive(Clone, Debug)]
@@ -29,6 +43,8 @@ struct Pending {
     data: Bytes,
     /// Times it was sent before.
     sends: u8,
+    /// When it was first sent.
+    first_sent: Option<Time>,
     /// Control information of the tunnel's own (TECC's feedback): sent
     /// ahead of the queue, never resent, not counted with the tunnel's
     /// datagrams.
@@ -54,6 +70,10 @@ pub struct SenderStats {
     pub dropped: u64,
     /// Datagrams sent in packets whose number we could not tell.
     pub unmapped: u64,
+    /// The largest delay, from first send to acknowledgement, of the
+    /// latest [`REPAIR_WINDOW`] resent datagrams acknowledged (zero before
+    /// the first).
+    pub repair_delay: Duration,
 }
 
 /// The datagram sender of one connection.
@@ -76,6 +96,8 @@ pub struct DatagramSender {
     stats: SenderStats,
     /// The numbers of the datagrams declared lost, in order (if asked).
     loss_log: Option<Vec<u64>>,
+    /// The delays of the latest acknowledged repairs, oldest first.
+    repair_delays: VecDeque<Duration>,
 }
 
 impl DatagramSender {
@@ -96,6 +118,7 @@ impl DatagramSender {
             events: Vec::new(),
             stats: SenderStats::default(),
             loss_log: None,
+            repair_delays: VecDeque::new(),
         }
     }
 
@@ -126,6 +149,7 @@ impl DatagramSender {
             id,
             data,
             sends: 0,
+            first_sent: None,
             control: false,
         });
     }
@@ -140,6 +164,7 @@ impl DatagramSender {
             id: u64::MAX,
             data,
             sends: 0,
+            first_sent: None,
             control: true,
         });
     }
@@ -169,6 +194,7 @@ impl DatagramSender {
     }
 
     fn account(&mut self, session: &mut Session<'_>) {
+        let now = session.now();
         self.events.clear();
         session.take_packet_events(&mut self.events);
         let total = session.datagrams_sent();
@@ -181,6 +207,7 @@ impl DatagramSender {
                 PacketEvent::Acked { pn } => {
                     if let Some(carried) = self.in_flight.remove(&pn) {
                         self.stats.acked += carried.len() as u64;
+                        self.repaired(now, &carried);
                     }
                 }
                 PacketEvent::Lost { pn } => {
@@ -208,6 +235,7 @@ impl DatagramSender {
             }
             carried.push(Pending {
                 sends: pending.sends + 1,
+                first_sent: pending.first_sent.or(Some(now)),
                 ..pending
             });
         }
@@ -217,6 +245,20 @@ impl DatagramSender {
             }
             None if !carried.is_empty() => self.stats.unmapped += carried.len() as u64,
             _ => {}
+        }
+    }
+
+    /// Acknowledged datagrams: the delays of those that were repairs.
+    fn repaired(&mut self, now: Time, carried: &[Pending]) {
+        for pending in carried.iter().filter(|p| p.sends > 1) {
+            let Some(first) = pending.first_sent else {
+                continue;
+            };
+            if self.repair_delays.len() == REPAIR_WINDOW {
+                self.repair_delays.pop_front();
+            }
+            self.repair_delays.push_back(now - first);
+            self.stats.repair_delay = self.repair_delays.iter().copied().max().unwrap_or_default();
         }
     }
 

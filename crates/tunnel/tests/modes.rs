@@ -134,6 +134,13 @@ fn retransmitted_datagrams_recover_losses_out_of_order() {
     );
     let reordered = seqs.windows(2).filter(|w| w[0] > w[1]).count();
     assert!(reordered > 10, "recovered packets arrive late: {reordered}");
+    // A repair takes a round trip to detect the loss and the repair's own
+    // (the access hop's RTT is 20 ms), and holds a probe back by less than
+    // it takes: TECC's feedback reports the largest of the latest 64.
+    let latest = arrivals.iter().map(|(_, delay)| *delay).max().unwrap();
+    let held = latest - Duration::from_millis(10);
+    assert!(stats.repair_delay >= Duration::from_millis(40), "{stats:?}");
+    assert!(stats.repair_delay >= held, "{held:?}: {stats:?}");
     seqs.sort_unstable();
     seqs.dedup();
     assert_eq!(seqs, (0..2000).collect::<Vec<_>>(), "{stats:?}");

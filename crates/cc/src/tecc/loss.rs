@@ -21,6 +21,17 @@
 //! the bottleneck being the tunnel's segment): T_r = 9/8 · (T_t + srtt −
 //! min RTT). Before the first feedback T_r = 0 (plain 9/8 SRTT).
 //!
+//! **What the tunnel reports.** That estimate is short when a repair
+//! waits for the tunnel's window or is itself lost; then the server's
+//! time threshold fires first and it sends the packet again. The tunnel
+//! measures its repairs (first send to the repair's acknowledgement, the
+//! largest of its latest 64) and reports it in every feedback; T_r is the
+//! larger of the two. The packets the server sends during a repair are
+//! the reordering that repair causes at the client, so the packet
+//! threshold is at least the server's rate × T_r in packets, plus one,
+//! beside the adaptive rule below (which by itself stops at its cap while
+//! faster flows reorder further).
+//!
 //! **The packet threshold.** A spurious loss is a packet the server
 //! declared lost and then saw acknowledged (noq-proto reports each one,
 //! third_party/noq-proto/PEPKIT.md item 8). By default ([`Reordering::Distance`])
@@ -75,6 +86,8 @@ pub struct LossRule {
     max_threshold: u32,
     repair_delay: bool,
     tunnel_rtt: Option<Duration>,
+    /// The repair delay the tunnel reported last.
+    reported_repair: Duration,
 }
 
 impl LossRule {
@@ -93,6 +106,7 @@ impl LossRule {
             max_threshold: max_threshold.max(initial),
             repair_delay,
             tunnel_rtt: None,
+            reported_repair: Duration::ZERO,
         }
     }
 
@@ -119,14 +133,17 @@ impl LossRule {
         self.threshold
     }
 
-    /// A feedback said the tunnel's minimum RTT is `t_t`.
-    pub fn on_feedback(&mut self, t_t: Duration) {
+    /// A feedback said the tunnel's minimum RTT is `t_t` and its recent
+    /// repairs took up to `repair` (first send to acknowledgement).
+    pub fn on_feedback(&mut self, t_t: Duration, repair: Duration) {
         self.tunnel_rtt = Some(t_t);
+        self.reported_repair = repair;
     }
 
     /// T_r, to add to the time threshold's 9/8 SRTT, given the server's
-    /// smoothed and minimum RTT: 9/8 · (T_t + srtt − min RTT), zero before
-    /// the first feedback or without `repair_delay`.
+    /// smoothed and minimum RTT: the larger of 9/8 · (T_t + srtt − min
+    /// RTT) and the tunnel's reported repair delay; zero before the first
+    /// feedback or without `repair_delay`.
     pub fn repair_delay(&self, srtt: Option<Duration>, min_rtt: Option<Duration>) -> Duration {
         let Some(t_t) = self.tunnel_rtt.filter(|_| self.repair_delay) else {
             return Duration::ZERO;
@@ -135,7 +152,24 @@ impl LossRule {
             (Some(srtt), Some(min)) => srtt.saturating_sub(min),
             _ => Duration::ZERO,
         };
-        (t_t + queueing).mul_f64(TUNNEL_TIME_THRESHOLD)
+        (t_t + queueing)
+            .mul_f64(TUNNEL_TIME_THRESHOLD)
+            .max(self.reported_repair)
+    }
+
+    /// The packet threshold given the server's sending rate (bytes per
+    /// second) and MSS, and T_r (from [`LossRule::repair_delay`]): at
+    /// least the packets sent during T_r, plus one (`None`: the endpoint's
+    /// own, for [`Reordering::Fixed`]).
+    pub fn packet_threshold_at(&self, rate: Option<u64>, mss: u64, t_r: Duration) -> Option<u32> {
+        let adaptive = self.packet_threshold()?;
+        let during_repair = match rate {
+            Some(rate) if mss > 0 => {
+                (rate as f64 * t_r.as_secs_f64() / mss as f64).ceil() as u64 + 1
+            }
+            _ => 0,
+        };
+        Some(adaptive.max(during_repair.min(u64::from(u32::MAX)) as u32))
     }
 }
 
@@ -179,6 +213,23 @@ mod tests {
     }
 
     #[test]
+    fn the_packet_threshold_covers_what_is_sent_during_a_repair() {
+        let rule = LossRule::new(Reordering::Distance, 3, 300, true);
+        // 1.25 MB/s of 1250-byte packets for 400 ms: 400 packets, plus one,
+        // past the cap of the adaptive rule.
+        let t_r = Duration::from_millis(400);
+        assert_eq!(
+            rule.packet_threshold_at(Some(1_250_000), 1250, t_r),
+            Some(401)
+        );
+        // Slower, the adaptive threshold is the larger.
+        assert_eq!(rule.packet_threshold_at(Some(1_250), 1250, t_r), Some(3));
+        assert_eq!(rule.packet_threshold_at(None, 1250, t_r), Some(3));
+        let fixed = LossRule::new(Reordering::Fixed, 10, 300, false);
+        assert_eq!(fixed.packet_threshold_at(Some(1_250_000), 1250, t_r), None);
+    }
+
+    #[test]
     fn fixed_leaves_the_endpoint_threshold() {
         let mut rule = LossRule::new(Reordering::Fixed, 10, 300, false);
         rule.on_spurious_loss(100, 140);
@@ -192,7 +243,7 @@ mod tests {
         let mut rule = LossRule::new(Reordering::Distance, 3, 300, true);
         // Before any feedback: plain 9/8 SRTT.
         assert_eq!(rule.repair_delay(Some(ms(120)), Some(ms(100))), ms(0));
-        rule.on_feedback(ms(40));
+        rule.on_feedback(ms(40), ms(0));
         // 9/8 · (40 ms + 120 ms − 100 ms) = 67.5 ms.
         assert_eq!(
             rule.repair_delay(Some(ms(120)), Some(ms(100))),
@@ -200,8 +251,11 @@ mod tests {
         );
         // Without an RTT sample, the tunnel's RTT alone: 45 ms.
         assert_eq!(rule.repair_delay(None, None), ms(45));
+        // The tunnel reports repairs of up to 200 ms: that, the larger.
+        rule.on_feedback(ms(40), ms(200));
+        assert_eq!(rule.repair_delay(Some(ms(120)), Some(ms(100))), ms(200));
         let mut off = LossRule::new(Reordering::Distance, 3, 300, false);
-        off.on_feedback(ms(40));
+        off.on_feedback(ms(40), ms(200));
         assert_eq!(off.repair_delay(Some(ms(120)), Some(ms(100))), ms(0));
     }
 }

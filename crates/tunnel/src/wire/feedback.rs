@@ -24,6 +24,7 @@
 //! | retransmission ratio r | parts per million | datagrams the tunnel server retransmitted over those it sent in the cycle |
 //! | tunnel min RTT T_t | µs | the tunnel connection's minimum RTT |
 //! | cycle τ | µs | the feedback cycle (T_t) |
+//! | repair delay | µs | the largest time from first send to acknowledgement of the tunnel's latest 64 acknowledged repairs (0 before the first; ours, not the paper's) |
 
 use super::{WireError, varint};
 use std::time::Duration;
@@ -47,6 +48,10 @@ pub struct Feedback {
     pub tunnel_min_rtt: Duration,
     /// τ: the feedback cycle.
     pub cycle: Duration,
+    /// How long the tunnel's recent repairs took, first send to
+    /// acknowledgement (the largest of the latest 64; zero before the
+    /// first).
+    pub repair_delay: Duration,
 }
 
 /// The largest value a field may take: more is nonsense or an attack.
@@ -69,6 +74,7 @@ impl Feedback {
             retransmit_ppm: 50_000,
             tunnel_min_rtt: Duration::from_millis(20),
             cycle: Duration::from_millis(20),
+            repair_delay: Duration::from_millis(45),
         }
     }
 
@@ -81,6 +87,7 @@ impl Feedback {
             self.retransmit_ppm,
             micros(self.tunnel_min_rtt),
             micros(self.cycle),
+            micros(self.repair_delay),
         ] {
             varint::write(out, value.min(MAX_FIELD));
         }
@@ -102,6 +109,7 @@ impl Feedback {
             retransmit_ppm: field()?,
             tunnel_min_rtt: Duration::from_micros(field()?),
             cycle: Duration::from_micros(field()?),
+            repair_delay: Duration::from_micros(field()?),
         };
         if feedback.retransmit_ppm > 1_000_000 {
             return Err(WireError::Malformed("a ratio above one"));
