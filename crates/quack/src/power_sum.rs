@@ -7,8 +7,7 @@ use crate::field::{Field, MAX_THRESHOLD};
 use crate::lanes::{
     BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
 };
-use crate::sums::{INLINE, Sums};
-use crate::wire::write_power_sum;
+use crate::sums::Sums;
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -169,7 +168,7 @@ impl<F: Field> PowerSums<F> {
     }
 
     /// Writes the current power sums into `sums` (`t` zeros on entry).
-    fn add_sums(&self, sums: &mut [u64]) {
+    pub(crate) fn add_sums(&self, sums: &mut [u64]) {
         if self.lanes.is_empty() && self.pending_len == 1 {
             // One identifier (a quACK every packet): the sums are its
             // powers, reduced as they are computed.
@@ -198,20 +197,6 @@ impl<F: Field> PowerSums<F> {
             add_id_powers::<F>(sums, F::element(id));
         }
         sums.iter_mut().for_each(|s| *s = F::normalize(*s));
-    }
-
-    /// Appends the quACK of the current multiset in its wire format: the
-    /// bytes `self.quack().encode(out)` appends, without building the
-    /// [`Quack`] (and, up to a threshold of 16, without an allocation).
-    pub fn encode_quack(&self, out: &mut Vec<u8>) {
-        let t = self.threshold();
-        if t <= INLINE {
-            let mut sums = [0u64; INLINE];
-            self.add_sums(&mut sums[..t]);
-            write_power_sum::<F>(self.threshold, self.count(), self.last(), &sums[..t], out);
-        } else {
-            self.quack().encode(out);
-        }
     }
 
     /// The quACK of the current multiset.

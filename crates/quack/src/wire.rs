@@ -32,8 +32,8 @@
 //! rejects trailing bytes; it never panics.
 
 use crate::field::Field;
-use crate::power_sum::Quack;
-use crate::sums::Sums;
+use crate::power_sum::{PowerSums, Quack};
+use crate::sums::{INLINE, Sums};
 
 /// The wire format version this crate writes and reads.
 pub const VERSION: u8 = 1;
@@ -262,6 +262,28 @@ impl<F: Field> Quack<F> {
 
 fn encode_power_sum<F: Field>(q: &Quack<F>, out: &mut Vec<u8>) {
     write_power_sum::<F>(q.threshold, q.count, q.last, &q.sums, out);
+}
+
+impl<F: Field> PowerSums<F> {
+    /// Appends the quACK of the current multiset in its wire format: the
+    /// bytes `self.quack().encode(out)` appends, without building the
+    /// [`Quack`] (and, up to a threshold of 16, without an allocation).
+    pub fn encode_quack(&self, out: &mut Vec<u8>) {
+        let t = self.threshold();
+        if t <= INLINE {
+            let mut sums = [0u64; INLINE];
+            self.add_sums(&mut sums[..t]);
+            write_power_sum::<F>(
+                self.threshold() as u8,
+                self.count(),
+                self.last(),
+                &sums[..t],
+                out,
+            );
+        } else {
+            self.quack().encode(out);
+        }
+    }
 }
 
 /// Appends a power-sum quACK from its fields (`sums` reduced, at most 255):
