@@ -43,6 +43,10 @@
 //!   best rate on the first worse one (Vivace's paper); PCC-Uspace halves
 //!   the current rate. Like PCC-Uspace, the RTT deviation is not
 //!   penalised while starting.
+//! * The 0.5 Mbit/s minimum step applies before the dynamic boundary, so
+//!   below 10 Mbit/s a clipped step is 5% (or more, as the boundary grows)
+//!   of the rate; PCC-Uspace applies its minimum after the boundary, so
+//!   its steps there are at least 0.5 Mbit/s.
 //! * Vivace's fixed gradient tolerance: gradients under 0.01 in magnitude
 //!   are ignored (the NSDI'18 code quantises the gradient to 0.02).
 
