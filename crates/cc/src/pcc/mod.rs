@@ -18,6 +18,10 @@
 //! The utility is read through a [`UtilityHandle`] once per MI, so an
 //! application that holds the handle (a video client's threshold policy,
 //! a transfer that turns scavenger at a deadline) changes it mid-flow.
+//! A change of utility (not of Proteus-H's threshold) restarts the rate
+//! control's probing around the current rate
+//! ([`RateControl::restart_probing`]), so no decision compares utilities
+//! of two functions.
 //!
 //! Randomness (the order of each probing pair) comes from a generator
 //! seeded by the factory's seed and the connection's index.
@@ -39,6 +43,10 @@
 //!   best rate on the first worse one (Vivace's paper); PCC-Uspace halves
 //!   the current rate. Like PCC-Uspace, the RTT deviation is not
 //!   penalised while starting.
+//! * The 0.5 Mbit/s minimum step applies before the dynamic boundary, so
+//!   below 10 Mbit/s a clipped step is 5% (or more, as the boundary grows)
+//!   of the rate; PCC-Uspace applies its minimum after the boundary, so
+//!   its steps there are at least 0.5 Mbit/s.
 //! * Vivace's fixed gradient tolerance: gradients under 0.01 in magnitude
 //!   are ignored (the NSDI'18 code quantises the gradient to 0.02).
 
@@ -160,6 +168,8 @@ pub struct Pcc {
     reported: PccStats,
     shared: Arc<Mutex<PccStats>>,
     last: Option<MiStats>,
+    /// The utility the last MI was judged with.
+    judged_with: Option<Utility>,
 }
 
 impl Pcc {
@@ -188,6 +198,7 @@ impl Pcc {
             reported: PccStats::default(),
             shared: Arc::default(),
             last: None,
+            judged_with: None,
         }
     }
 
@@ -263,6 +274,10 @@ impl Pcc {
             loss: mi.loss,
         };
         let (mode, threshold) = self.utility.get();
+        if self.judged_with.is_some_and(|before| before != mode) {
+            self.control.restart_probing();
+        }
+        self.judged_with = Some(mode);
         let utility = mode.value(&self.config.params, &observation, threshold);
         if mi.useful {
             self.control

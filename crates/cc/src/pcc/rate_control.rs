@@ -26,6 +26,12 @@
 //!   otherwise steps back and probes.
 //!
 //! Rates never go below 0.5 Mbit/s; reaching it while probing starts over.
+//!
+//! A change of utility ([`RateControl::restart_probing`]) starts a new
+//! probing round around the current rate: results judged under the old
+//! utility are not compared with new ones, and the next move starts with
+//! the first step's amplifier and boundary (PCC-Uspace changes a sender's
+//! effective utility only as a probing round starts).
 
 use netsim::Rate;
 use rand_chacha::rand_core::RngCore;
@@ -148,6 +154,22 @@ impl<R: RngCore> RateControl<R> {
         if let State::Starting { best: None } = self.state {
             self.rate = mbps(initial).max(MIN_RATE_MBPS);
         }
+    }
+
+    /// The utility changed: drops every result judged under the old one
+    /// (the probes so far, the last step's reference, the best starting
+    /// rate) and probes around the current rate (a start that has a best
+    /// rate probes around that). A start with nothing judged goes on.
+    pub fn restart_probing(&mut self) {
+        match self.state {
+            State::Starting { best: None } => return,
+            State::Starting {
+                best: Some((best_rate, _)),
+            } => self.rate = best_rate,
+            State::Probing { .. } | State::Moving { .. } => {}
+        }
+        self.starting_rates.clear();
+        self.enter_probing();
     }
 
     /// What it did so far.
@@ -531,6 +553,58 @@ mod tests {
         rc.on_result(9, Some(0.0));
         let (probe, useful) = open(&mut rc, 10);
         assert!(useful && (probe - 44.1 * 1.05).abs() < 1e-9, "{probe}");
+    }
+
+    #[test]
+    fn a_utility_change_drops_old_results_and_probes_around_the_current_rate() {
+        let mut rc = probing(Decision::MajorityOfThree);
+        let ids: Vec<u64> = (2..8)
+            .inspect(|&id| {
+                open(&mut rc, id);
+            })
+            .collect();
+        // Two probes judged under the old utility, then it changes.
+        rc.on_result(ids[0], Some(30.0));
+        rc.on_result(ids[1], Some(10.0));
+        rc.restart_probing();
+        // The old round's remaining results are not used.
+        for id in &ids[2..] {
+            rc.on_result(*id, Some(1.0));
+        }
+        assert_eq!(rc.stats().decisions, 0);
+        let rates: Vec<f64> = (8..14).map(|id| open(&mut rc, id).0).collect();
+        assert_eq!(rates, [42.0, 38.0, 42.0, 38.0, 42.0, 38.0]);
+
+        // Moving: the step in flight is the current rate; the amplifier
+        // starts over.
+        let mut rc = probing(Decision::MajorityOfThree);
+        let ids: Vec<u64> = (2..8)
+            .inspect(|&id| {
+                open(&mut rc, id);
+            })
+            .collect();
+        for (id, u) in ids.iter().zip([30.0, 10.0, 30.0, 10.0, 30.0, 10.0]) {
+            rc.on_result(*id, Some(u));
+        }
+        let (step, _) = open(&mut rc, 8);
+        rc.restart_probing();
+        rc.on_result(8, Some(100.0));
+        let (probe, useful) = open(&mut rc, 9);
+        assert!(useful && (probe - step * 1.05).abs() < 1e-9, "{probe}");
+    }
+
+    #[test]
+    fn a_utility_change_before_any_result_keeps_starting() {
+        let mut rc = RateControl::new(Rate::from_mbps(10), Decision::MajorityOfThree, Fixed(0));
+        open(&mut rc, 0);
+        rc.restart_probing();
+        assert!(rc.is_starting());
+        rc.on_result(0, Some(utility(10.0)));
+        assert_eq!(open(&mut rc, 1), (20.0, true));
+        // With a best rate: probing around it.
+        rc.restart_probing();
+        assert!(!rc.is_starting());
+        assert_eq!(open(&mut rc, 2), (9.5, true));
     }
 
     #[test]
