@@ -457,6 +457,14 @@ mod tests {
         (mbps(r), useful)
     }
 
+    /// Opens the intervals `ids`, one after another; returns their ids.
+    fn open_all(rc: &mut RateControl<Fixed>, ids: std::ops::Range<u64>) -> Vec<u64> {
+        ids.inspect(|&id| {
+            open(rc, id);
+        })
+        .collect()
+    }
+
     /// A concave utility peaking at 50 Mbit/s.
     fn utility(x: f64) -> f64 {
         x - 0.01 * x * x
@@ -517,11 +525,7 @@ mod tests {
     #[test]
     fn two_pairs_must_agree() {
         let mut rc = probing(Decision::TwoAgree);
-        let ids: Vec<u64> = (2..6)
-            .inspect(|&id| {
-                open(&mut rc, id);
-            })
-            .collect();
+        let ids = open_all(&mut rc, 2..6);
         for (id, u) in ids.iter().zip([12.0, 10.0, 8.0, 10.0]) {
             rc.on_result(*id, Some(u));
         }
@@ -532,11 +536,7 @@ mod tests {
     #[test]
     fn moving_accelerates_while_utility_improves_then_steps_back() {
         let mut rc = probing(Decision::MajorityOfThree);
-        let ids: Vec<u64> = (2..8)
-            .inspect(|&id| {
-                open(&mut rc, id);
-            })
-            .collect();
+        let ids = open_all(&mut rc, 2..8);
         // Every pair up by 20 per 4 Mbit/s: gradient 5.
         for (id, u) in ids.iter().zip([30.0, 10.0, 30.0, 10.0, 30.0, 10.0]) {
             rc.on_result(*id, Some(u));
@@ -558,11 +558,7 @@ mod tests {
     #[test]
     fn a_utility_change_drops_old_results_and_probes_around_the_current_rate() {
         let mut rc = probing(Decision::MajorityOfThree);
-        let ids: Vec<u64> = (2..8)
-            .inspect(|&id| {
-                open(&mut rc, id);
-            })
-            .collect();
+        let ids = open_all(&mut rc, 2..8);
         // Two probes judged under the old utility, then it changes.
         rc.on_result(ids[0], Some(30.0));
         rc.on_result(ids[1], Some(10.0));
@@ -578,11 +574,7 @@ mod tests {
         // Moving: the step in flight is the current rate; the amplifier
         // starts over.
         let mut rc = probing(Decision::MajorityOfThree);
-        let ids: Vec<u64> = (2..8)
-            .inspect(|&id| {
-                open(&mut rc, id);
-            })
-            .collect();
+        let ids = open_all(&mut rc, 2..8);
         for (id, u) in ids.iter().zip([30.0, 10.0, 30.0, 10.0, 30.0, 10.0]) {
             rc.on_result(*id, Some(u));
         }
@@ -610,11 +602,7 @@ mod tests {
     #[test]
     fn an_unusable_probe_repeats_the_round() {
         let mut rc = probing(Decision::MajorityOfThree);
-        let ids: Vec<u64> = (2..8)
-            .inspect(|&id| {
-                open(&mut rc, id);
-            })
-            .collect();
+        let ids = open_all(&mut rc, 2..8);
         rc.on_result(ids[0], None);
         for id in &ids[1..] {
             rc.on_result(*id, Some(1.0));
