@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::middle::Daemon;
+use common::middle::{Daemon, router};
 use emu::tcp::bulk::{
     BulkDirection, TcpBulkClient, TcpBulkClientConfig, TcpBulkServer, TcpBulkServerConfig,
 };
@@ -54,11 +54,6 @@ fn testbed(loss: f64, extra: Vec<(usize, Ipv4Addr)>) -> Testbed {
         seed: Seed::new(11),
     };
     Testbed::build(&spec, RealClock::start()).expect("testbed")
-}
-
-/// The router's namespace.
-fn router(testbed: &Testbed) -> String {
-    testbed.middle(0).expect("a middle node").netns.clone()
 }
 
 /// A QUIC download of [`SIZE`] by our client from our server (both with

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::middle::{Daemon, Download};
+use common::middle::{Daemon, Download, router};
 use emu::{RealClock, Testbed, TestbedSpec};
 use netsim::{
     BufferLimit, Datagram, HopConfig, Host, LinkConfig, LossModel, Probability, Rate, Seed, Time,
@@ -69,10 +69,6 @@ fn testbed(loss: f64, fast_up: bool) -> Testbed {
         seed: Seed::new(11),
     };
     Testbed::build(&spec, RealClock::start()).expect("testbed")
-}
-
-fn router(testbed: &Testbed) -> String {
-    testbed.middle(0).expect("a middle node").netns.clone()
 }
 
 /// A client that sends only one in `cycle` of its datagrams once it has

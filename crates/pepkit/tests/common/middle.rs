@@ -8,6 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// The namespace of the testbed's router (its first middle node), where
+/// the daemon runs.
+pub(crate) fn router(testbed: &emu::Testbed) -> String {
+    testbed.middle(0).expect("a middle node").netns.clone()
+}
+
 /// The daemon, with its standard error collected as it writes.
 pub(crate) struct Daemon {
     child: Child,
