@@ -3,6 +3,7 @@
 //! them LEDBAT ignores a queue on the ACK path that the RTT variant yields
 //! to.
 
+use cc::{CongestionEngine, Engine};
 use netsim::*;
 use quic::congestion::{Controller, ControllerFactory};
 use quic::*;
@@ -15,29 +16,27 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 struct Counting(Arc<AtomicU64>);
 
-impl Controller for Counting {
-    fn on_one_way_delay(&mut self, _: Instant, _: i64) {
+impl CongestionEngine for Counting {
+    fn handle_sent(&mut self, _: Instant, _: u16, _: u64) {}
+    fn handle_ack(&mut self, _: Instant, _: Instant, _: u64, _: u64, _: Duration) {}
+    fn handle_one_way_delay(&mut self, _: Instant, _: i64) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
-    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: bool, _: u64, _: u64) {}
-    fn on_mtu_update(&mut self, _: u16) {}
-    fn window(&self) -> u64 {
+    fn handle_end_acks(&mut self, _: Instant, _: u64, _: bool) {}
+    fn handle_lost(&mut self, _: Instant, _: u16, _: u64) {}
+    fn handle_congestion(&mut self, _: Instant, _: Instant, _: bool) {}
+    fn handle_mtu(&mut self, _: u16) {}
+    fn poll_window(&self) -> u64 {
         20 * 1200
     }
-    fn clone_box(&self) -> Box<dyn Controller> {
-        Box::new(self.clone())
-    }
-    fn initial_window(&self) -> u64 {
-        self.window()
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
+    fn poll_pacing_rate(&self) -> Option<u64> {
+        None
     }
 }
 
 impl ControllerFactory for Counting {
     fn build(self: Arc<Self>, _: Instant, _: u16) -> Box<dyn Controller> {
-        Box::new((*self).clone())
+        Box::new(Engine((*self).clone()))
     }
 }
 
