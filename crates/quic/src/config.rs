@@ -69,6 +69,13 @@ pub struct QuicConfig {
     pub cid_log: Option<crate::cid::CidLog>,
     /// Send a PING after this long without sending (default: never).
     pub keep_alive: Option<Duration>,
+    /// Offer QUIC timestamps (draft-huitema-quic-ts's TIMESTAMP frame,
+    /// noq-proto's `TransportConfig::enable_timestamps`; default off).
+    /// When both endpoints offer them, each one's congestion controller
+    /// hears the forward one-way delay of its packets
+    /// (`Controller::on_one_way_delay`); a peer that does not (any other
+    /// QUIC stack) leaves the connection without them.
+    pub timestamps: bool,
 }
 
 /// When a packet is declared lost (RFC 9002 §6.1): after this many later
@@ -114,7 +121,14 @@ impl QuicConfig {
             datagram_send_buffer: None,
             cid_log: None,
             keep_alive: None,
+            timestamps: false,
         }
+    }
+
+    /// Offer QUIC timestamps ([`QuicConfig::timestamps`]).
+    pub fn with_timestamps(mut self) -> QuicConfig {
+        self.timestamps = true;
+        self
     }
 
     /// Keep the connection alive with a PING after `interval` idle.
@@ -254,6 +268,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("packet_log", &self.packet_log)
             .field("rtt_times", &self.rtt_times)
             .field("loss_detection", &self.loss_detection)
+            .field("timestamps", &self.timestamps)
             .finish_non_exhaustive()
     }
 }
