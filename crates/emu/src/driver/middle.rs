@@ -14,6 +14,7 @@ use crate::sys::{PacketSocket, PollFd, RecvBatch, poll};
 use bytes::Bytes;
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use socket2::{Domain, Protocol, Socket, Type};
+use std::cell::RefCell;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::io;
@@ -541,14 +542,11 @@ impl<M: Middlebox> Core<M> {
             if let Place::InPath(in_path) = &self.place
                 && !in_path.routes.is_local(*udp.dst.ip())
             {
-                let mut datagram = udp.to_datagram();
-                datagram.ttl -= 1;
-                self.send(Transmit::at(now, datagram));
+                self.send(Transmit::at(now, pooled_datagram(udp)));
             }
             return;
         }
-        let mut datagram = udp.to_datagram();
-        datagram.ttl -= 1;
+        let datagram = pooled_datagram(udp);
         self.engine_then_send(now, |engine| {
             engine.handle_datagram(now, Interface(from as u16), datagram)
         });
@@ -563,6 +561,61 @@ impl<M: Middlebox> Core<M> {
         let now = self.clock.now();
         let from = self.local_iface;
         self.engine_then_send(now, |engine| engine.handle_datagram(now, from, datagram));
+    }
+}
+
+/// Payload buffers kept for reuse per thread, at most this many.
+const SPARE_PAYLOADS: usize = 1024;
+
+thread_local! {
+    /// The driver thread's spare payload buffers ([`Payload`]).
+    static SPARE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A datagram's payload buffer that goes back to its thread's spares
+/// when the last [`Bytes`] over it is dropped, as a packet buffer goes
+/// back to a router's pool: neither the driver nor an engine that keeps a
+/// copy (PEMI keeps each protected packet until its flowlet is decided)
+/// pays the allocator for a frame, and a copy is a reference count, not a
+/// promotion of the buffer to a shared one.
+struct Payload(Vec<u8>);
+
+impl AsRef<[u8]> for Payload {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        let buffer = std::mem::take(&mut self.0);
+        // Dropped on another thread, or while the thread ends: freed.
+        let _ = SPARE.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut()
+                && spare.len() < SPARE_PAYLOADS
+            {
+                spare.push(buffer);
+            }
+        });
+    }
+}
+
+/// `udp` as the engine's datagram, its TTL decremented, its payload
+/// copied into a spare buffer ([`Payload`]).
+fn pooled_datagram(udp: &UdpPacket<'_>) -> Datagram {
+    let mut buffer = SPARE
+        .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Vec::with_capacity(udp.payload.len().max(1500)));
+    buffer.clear();
+    buffer.extend_from_slice(udp.payload);
+    Datagram {
+        src: SocketAddr::V4(udp.src),
+        dst: SocketAddr::V4(udp.dst),
+        ttl: udp.ttl - 1,
+        payload: Bytes::from_owner(Payload(buffer)),
+        protocol: netsim::Protocol::Udp,
     }
 }
 
@@ -638,4 +691,36 @@ fn bind_local(addr: SocketAddrV4) -> Result<UdpSocket, DriverError> {
     })?;
     socket.set_nonblocking(true).map_err(io)?;
     Ok(socket.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_buffer_returns_to_the_spares_when_its_last_copy_goes() {
+        let spares = || SPARE.with(|spare| spare.borrow().len());
+        let udp = UdpPacket {
+            src: "10.0.0.1:1000".parse().unwrap(),
+            dst: "10.0.0.2:2000".parse().unwrap(),
+            ttl: 64,
+            payload: b"hello",
+        };
+        let before = spares();
+        let datagram = pooled_datagram(&udp);
+        assert_eq!((&datagram.payload[..], datagram.ttl), (&b"hello"[..], 63));
+        let copy = datagram.payload.clone();
+        drop(datagram);
+        assert_eq!(spares(), before, "a copy still holds it");
+        drop(copy);
+        assert_eq!(spares(), before + 1);
+        // The next datagram reuses it, with its own contents.
+        let shorter = UdpPacket {
+            payload: b"hi",
+            ..udp
+        };
+        let again = pooled_datagram(&shorter);
+        assert_eq!(&again.payload[..], b"hi");
+        assert_eq!(spares(), before);
+    }
 }
