@@ -7,7 +7,7 @@ use crate::field::{Field, MAX_THRESHOLD};
 use crate::lanes::{
     BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
 };
-use crate::sums::Sums;
+use crate::sums::{INLINE, Sums};
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -51,6 +51,7 @@ pub struct PowerSums<F: Field> {
 pub struct InvalidThreshold(pub usize);
 
 /// Checks a threshold chosen at run time.
+#[inline]
 pub(crate) fn check_threshold(t: usize) -> Result<(), InvalidThreshold> {
     if (1..=MAX_THRESHOLD).contains(&t) {
         Ok(())
@@ -167,11 +168,21 @@ impl<F: Field> PowerSums<F> {
         self.add_sums(sums);
     }
 
+    /// [`PowerSums::add_sums`], with the sums of one identifier (a quACK
+    /// every packet) written in line: its powers, reduced as they are
+    /// computed.
+    #[inline(always)]
+    pub(crate) fn small_sums(&self, sums: &mut [u64]) {
+        if self.lanes.is_empty() && self.pending_len == 1 {
+            write_id_powers::<F>(sums, F::element(self.pending[0]));
+        } else {
+            self.add_sums(sums);
+        }
+    }
+
     /// Writes the current power sums into `sums` (`t` zeros on entry).
     pub(crate) fn add_sums(&self, sums: &mut [u64]) {
         if self.lanes.is_empty() && self.pending_len == 1 {
-            // One identifier (a quACK every packet): the sums are its
-            // powers, reduced as they are computed.
             write_id_powers::<F>(sums, F::element(self.pending[0]));
             return;
         }
@@ -329,11 +340,26 @@ impl<F: Field> fmt::Debug for Quack<F> {
 impl<F: Field> Sub<&Quack<F>> for &Quack<F> {
     type Output = Quack<F>;
 
+    #[inline]
     fn sub(self, rhs: &Quack<F>) -> Quack<F> {
-        let mut sums = Sums::zeros(self.sums.len().min(rhs.sums.len()));
-        for ((d, &a), &b) in sums.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
-            *d = F::sub(a, b);
-        }
+        let len = self.sums.len().min(rhs.sums.len());
+        let sums = if len <= INLINE {
+            // Built in place: the inline array's unused tail stays zero.
+            let mut values = [0u64; INLINE];
+            for ((d, &a), &b) in values.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
+                *d = F::sub(a, b);
+            }
+            Sums::Inline {
+                len: len as u8,
+                values,
+            }
+        } else {
+            let mut sums = Sums::zeros(len);
+            for ((d, &a), &b) in sums.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
+                *d = F::sub(a, b);
+            }
+            sums
+        };
         Quack {
             threshold: self.threshold.min(rhs.threshold),
             count: self.count.wrapping_sub(rhs.count),
