@@ -110,13 +110,6 @@ impl Decoder {
     ) -> Result<(), DecodeError> {
         out.clear();
         let m = missing_count(diff)?;
-        if m == 0 {
-            return if diff.sums.iter().all(|&s| s == 0) {
-                Ok(())
-            } else {
-                Err(DecodeError::Inconsistent)
-            };
-        }
         if m == 1
             && let Some(found) = single_root::<F>(diff.sums[0], candidates)
         {
@@ -127,6 +120,27 @@ impl Decoder {
             }
             out.indices.push(found);
             return Ok(());
+        }
+        self.decode_general(diff, m, candidates, out)
+    }
+
+    /// [`Decoder::decode`] of `m` missing identifiers but for the case of
+    /// one missing identifier that one candidate matches: out of line, so
+    /// that the common case does not pay for its stack frame.
+    #[inline(never)]
+    fn decode_general<F: Field>(
+        &mut self,
+        diff: &Quack<F>,
+        m: usize,
+        candidates: &[F::Id],
+        out: &mut Missing,
+    ) -> Result<(), DecodeError> {
+        if m == 0 {
+            return if diff.sums.iter().all(|&s| s == 0) {
+                Ok(())
+            } else {
+                Err(DecodeError::Inconsistent)
+            };
         }
         newton_coefficients::<F>(&diff.sums[..m], &mut self.coeffs);
         if m == 1 {
