@@ -5,8 +5,14 @@ use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
 use crate::lanes::{
-    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
+    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_id_powers_reduced, add_power_sums,
+    write_id_powers,
 };
+
+/// Identifiers up to which [`PowerSums::small_sums`] keeps its sums
+/// reduced as it adds: beyond, normalising once costs less than a
+/// reduction in every addition.
+const FEW: usize = 4;
 use crate::sums::{INLINE, Sums};
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
@@ -168,13 +174,21 @@ impl<F: Field> PowerSums<F> {
         self.add_sums(sums);
     }
 
-    /// [`PowerSums::add_sums`], with the sums of one identifier (a quACK
-    /// every packet) written in line: its powers, reduced as they are
-    /// computed.
+    /// [`PowerSums::add_sums`] (`t` zeros on entry), with the sums of up
+    /// to [`FEW`] identifiers and no lanes (a quACK every few packets)
+    /// computed in line: the first one's powers written, the others'
+    /// added, each sum kept reduced as it goes, so that nothing is
+    /// normalised.
     #[inline(always)]
     pub(crate) fn small_sums(&self, sums: &mut [u64]) {
-        if self.lanes.is_empty() && self.pending_len == 1 {
-            write_id_powers::<F>(sums, F::element(self.pending[0]));
+        if self.lanes.is_empty() && (1..=FEW).contains(&self.pending_len) {
+            let (first, rest) = self.pending[..self.pending_len & (BATCH - 1)]
+                .split_first()
+                .expect("one or more");
+            write_id_powers::<F>(sums, F::element(*first));
+            for &id in rest {
+                add_id_powers_reduced::<F>(sums, F::element(id));
+            }
         } else {
             self.add_sums(sums);
         }
@@ -440,7 +454,7 @@ mod tests {
     #[test]
     fn encode_quack_writes_the_quacks_bytes() {
         for t in [1, 2, 10, 16, 17, 40] {
-            for n in [0, 1, 5, 31, 32, 33, 70] {
+            for n in [0, 1, 2, 3, 4, 5, 31, 32, 33, 70] {
                 check_encode_quack::<F16>(t, n);
                 check_encode_quack::<F32>(t, n);
                 check_encode_quack::<F64>(t, n);
