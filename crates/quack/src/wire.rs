@@ -456,7 +456,11 @@ mod tests {
         quack.truncate(keep);
         let mut bytes = Message::PowerSum(quack).to_bytes();
         // The header is where the checks are: change it more often.
-        let i = if at % 2 == 0 { at / 2 % 8 } else { at / 2 } % bytes.len();
+        let i = if at.is_multiple_of(2) {
+            at / 2 % 8
+        } else {
+            at / 2
+        } % bytes.len();
         bytes[i] = byte;
         match cut {
             1 => drop(bytes.pop()),
