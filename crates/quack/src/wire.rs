@@ -170,6 +170,7 @@ impl<F: Field> Message<F> {
     }
 
     /// Parses a message for identifiers of this field's width.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         match parse_small::<F>(bytes) {
             Some(quack) => Ok(Self::PowerSum(quack)),
@@ -178,7 +179,9 @@ impl<F: Field> Message<F> {
         }
     }
 
-    /// [`Message::parse`] field by field, each checked in turn.
+    /// [`Message::parse`] field by field, each checked in turn (out of
+    /// line: the one-pass path, inlined, then builds its quACK in place).
+    #[inline(never)]
     fn parse_fields(bytes: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader { bytes, pos: 0 };
         let head = r.u8()?;
@@ -261,8 +264,13 @@ impl<F: Field> Quack<F> {
     }
 
     /// Parses a power-sum quACK.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        match Message::<F>::parse(bytes)? {
+        // Built in place, not moved out of a message.
+        if let Some(quack) = parse_small::<F>(bytes) {
+            return Ok(quack);
+        }
+        match Message::<F>::parse_fields(bytes)? {
             Message::PowerSum(q) => Ok(q),
             other => Err(WireError::UnknownKind(other.kind() as u8)),
         }
