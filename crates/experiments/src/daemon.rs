@@ -252,7 +252,14 @@ pub fn run(
             placement,
             local,
         } => {
-            if matches!(placement, Placement::Beside) && !local.is_empty() {
+            let frames = matches!(placement, Placement::Beside) && !local.is_empty();
+            let spec = node_spec(options, placement, local)?;
+            let driver =
+                MiddleDriver::open(spec, engine, RealClock::start()).map_err(|e| match e {
+                    emu::driver::DriverError::NotRoot => format!("{e} (run as root)"),
+                    _ => e.to_string(),
+                })?;
+            if frames {
                 // How the driver sends the engine's own datagrams (beside.rs).
                 let _ = writeln!(
                     log,
@@ -261,12 +268,6 @@ pub fn run(
                      its UDP socket); the counters' sent_as_frames counts them"
                 );
             }
-            let spec = node_spec(options, placement, local)?;
-            let driver =
-                MiddleDriver::open(spec, engine, RealClock::start()).map_err(|e| match e {
-                    emu::driver::DriverError::NotRoot => format!("{e} (run as root)"),
-                    _ => e.to_string(),
-                })?;
             Ok(drive(middle, driver, options.stats_every, stop, dump, log)?)
         }
     }
