@@ -43,8 +43,8 @@
 //! # What it does not do
 //!
 //! Nothing here is deterministic: real mode measures a real kernel. IPv4
-//! only. `sys/syscalls.rs` is the one module with `unsafe` code (system
-//! calls std does not wrap).
+//! only. `sys/syscalls.rs` and `sys/frame_send.rs` are the only modules
+//! with `unsafe` code (system calls std does not wrap).
 
 pub mod driver;
 pub mod link;

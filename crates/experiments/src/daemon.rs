@@ -252,12 +252,22 @@ pub fn run(
             placement,
             local,
         } => {
+            let frames = matches!(placement, Placement::Beside) && !local.is_empty();
             let spec = node_spec(options, placement, local)?;
             let driver =
                 MiddleDriver::open(spec, engine, RealClock::start()).map_err(|e| match e {
                     emu::driver::DriverError::NotRoot => format!("{e} (run as root)"),
                     _ => e.to_string(),
                 })?;
+            if frames {
+                // How the driver sends the engine's own datagrams (beside.rs).
+                let _ = writeln!(
+                    log,
+                    "middle: datagrams from its own address leave as Ethernet frames on a \
+                     packet socket where the kernel's tables name the next hop (else from \
+                     its UDP socket); the counters' sent_as_frames counts them"
+                );
+            }
             Ok(drive(middle, driver, options.stats_every, stop, dump, log)?)
         }
     }

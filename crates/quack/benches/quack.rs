@@ -7,7 +7,7 @@
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 use quack::workload::{difference, pseudorandom_ids};
-use quack::{Decoder, F16, F32, F64, Field, Missing, PowerSums};
+use quack::{Decoder, F16, F32, F64, Field, Missing, PowerSums, Quack};
 
 fn main() {
     divan::main();
@@ -52,6 +52,53 @@ fn decode_32<const N: usize>(bencher: Bencher<'_, '_>, m: usize) {
     bencher.bench_local(|| {
         decoder
             .decode(black_box(&diff), black_box(&sent), &mut missing)
+            .unwrap();
+        black_box(&missing);
+    });
+}
+
+/// A small quACK's fixed cost (the Sidekick proxy's quACK every few
+/// packets, t = 10): `n` identifiers into a fresh quACK, serialised.
+#[divan::bench(args = [1, 2, 5, 10, 25])]
+fn small_encode_32(bencher: Bencher<'_, '_>, n: usize) {
+    let ids = pseudorandom_ids::<F32>(n, 1);
+    let mut out = Vec::with_capacity(2048);
+    bencher.bench_local(|| {
+        let mut sums = PowerSums::<F32>::new(10).unwrap();
+        for &id in black_box(&ids) {
+            sums.insert(id);
+        }
+        out.clear();
+        sums.encode_quack(&mut out);
+        black_box(&out);
+    });
+}
+
+/// The sender's side of a small quACK: the `n`-packet quACK's bytes
+/// parsed, subtracted from the sender's over `n + 1` packets, the one
+/// missing packet decoded.
+#[divan::bench(args = [1, 2, 5, 10, 25])]
+fn small_decode_32(bencher: Bencher<'_, '_>, n: usize) {
+    let sent = pseudorandom_ids::<F32>(n + 1, 1);
+    let (mut proxy, mut sender) = (
+        PowerSums::<F32>::new(10).unwrap(),
+        PowerSums::new(10).unwrap(),
+    );
+    for (i, &id) in sent.iter().enumerate() {
+        sender.insert(id);
+        if i < n {
+            proxy.insert(id);
+        }
+    }
+    let sender = sender.quack();
+    let mut bytes = Vec::new();
+    proxy.encode_quack(&mut bytes);
+    let mut decoder = Decoder::new();
+    let mut missing = Missing::default();
+    bencher.bench_local(|| {
+        let received = Quack::<F32>::parse(black_box(&bytes)).unwrap();
+        decoder
+            .decode(&(&sender - &received), black_box(&sent), &mut missing)
             .unwrap();
         black_box(&missing);
     });

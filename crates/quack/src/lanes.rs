@@ -88,18 +88,32 @@ pub(crate) fn add_power_sums<F: Field>(totals: &mut [u64], xs: &[u64; SMALL_BATC
 /// on the path a one-packet quACK waits for.
 #[inline]
 pub(crate) fn add_id_powers<F: Field>(totals: &mut [u64], x: u64) {
+    add_id_powers_by::<F>(totals, x, F::lane_add);
+}
+
+/// [`add_id_powers`] with each total kept reduced ([`Field::add`]): for
+/// the few identifiers of a small quACK, whose sums then need no
+/// normalising.
+#[inline]
+pub(crate) fn add_id_powers_reduced<F: Field>(totals: &mut [u64], x: u64) {
+    add_id_powers_by::<F>(totals, x, F::add);
+}
+
+/// [`add_id_powers`] adding each power with `add`.
+#[inline(always)]
+fn add_id_powers_by<F: Field>(totals: &mut [u64], x: u64, add: impl Fn(u64, u64) -> u64) {
     let x2 = F::mul(x, x);
     let x4 = F::mul(x2, x2);
     let mut pow = [x, x2, F::mul(x2, x), x4];
     let mut quads = totals.chunks_exact_mut(4);
     for quad in &mut quads {
         for l in 0..4 {
-            quad[l] = F::lane_add(quad[l], pow[l]);
+            quad[l] = add(quad[l], pow[l]);
             pow[l] = F::mul(pow[l], x4);
         }
     }
     for (total, &p) in quads.into_remainder().iter_mut().zip(&pow) {
-        *total = F::lane_add(*total, p);
+        *total = add(*total, p);
     }
 }
 

@@ -5,9 +5,15 @@ use core::ops::Sub;
 
 use crate::field::{Field, MAX_THRESHOLD};
 use crate::lanes::{
-    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_power_sums, write_id_powers,
+    BATCH, Lane, SMALL_BATCH, accumulate, add_id_powers, add_id_powers_reduced, add_power_sums,
+    write_id_powers,
 };
-use crate::sums::Sums;
+
+/// Identifiers up to which [`PowerSums::small_sums`] keeps its sums
+/// reduced as it adds: beyond, normalising once costs less than a
+/// reduction in every addition.
+const FEW: usize = 4;
+use crate::sums::{INLINE, Sums};
 
 /// The running power sums `p_k = sum of x^k` (`k = 1..=t`) of a multiset of
 /// identifiers, with its element count and the last identifier inserted.
@@ -51,6 +57,7 @@ pub struct PowerSums<F: Field> {
 pub struct InvalidThreshold(pub usize);
 
 /// Checks a threshold chosen at run time.
+#[inline]
 pub(crate) fn check_threshold(t: usize) -> Result<(), InvalidThreshold> {
     if (1..=MAX_THRESHOLD).contains(&t) {
         Ok(())
@@ -167,11 +174,29 @@ impl<F: Field> PowerSums<F> {
         self.add_sums(sums);
     }
 
+    /// [`PowerSums::add_sums`] (`t` zeros on entry), with the sums of up
+    /// to [`FEW`] identifiers and no lanes (a quACK every few packets)
+    /// computed in line: the first one's powers written, the others'
+    /// added, each sum kept reduced as it goes, so that nothing is
+    /// normalised.
+    #[inline(always)]
+    pub(crate) fn small_sums(&self, sums: &mut [u64]) {
+        if self.lanes.is_empty() && (1..=FEW).contains(&self.pending_len) {
+            let (first, rest) = self.pending[..self.pending_len & (BATCH - 1)]
+                .split_first()
+                .expect("one or more");
+            write_id_powers::<F>(sums, F::element(*first));
+            for &id in rest {
+                add_id_powers_reduced::<F>(sums, F::element(id));
+            }
+        } else {
+            self.add_sums(sums);
+        }
+    }
+
     /// Writes the current power sums into `sums` (`t` zeros on entry).
     pub(crate) fn add_sums(&self, sums: &mut [u64]) {
         if self.lanes.is_empty() && self.pending_len == 1 {
-            // One identifier (a quACK every packet): the sums are its
-            // powers, reduced as they are computed.
             write_id_powers::<F>(sums, F::element(self.pending[0]));
             return;
         }
@@ -329,11 +354,26 @@ impl<F: Field> fmt::Debug for Quack<F> {
 impl<F: Field> Sub<&Quack<F>> for &Quack<F> {
     type Output = Quack<F>;
 
+    #[inline]
     fn sub(self, rhs: &Quack<F>) -> Quack<F> {
-        let mut sums = Sums::zeros(self.sums.len().min(rhs.sums.len()));
-        for ((d, &a), &b) in sums.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
-            *d = F::sub(a, b);
-        }
+        let len = self.sums.len().min(rhs.sums.len());
+        let sums = if len <= INLINE {
+            // Built in place: the inline array's unused tail stays zero.
+            let mut values = [0u64; INLINE];
+            for ((d, &a), &b) in values.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
+                *d = F::sub(a, b);
+            }
+            Sums::Inline {
+                len: len as u8,
+                values,
+            }
+        } else {
+            let mut sums = Sums::zeros(len);
+            for ((d, &a), &b) in sums.iter_mut().zip(self.sums.iter()).zip(rhs.sums.iter()) {
+                *d = F::sub(a, b);
+            }
+            sums
+        };
         Quack {
             threshold: self.threshold.min(rhs.threshold),
             count: self.count.wrapping_sub(rhs.count),
@@ -414,7 +454,7 @@ mod tests {
     #[test]
     fn encode_quack_writes_the_quacks_bytes() {
         for t in [1, 2, 10, 16, 17, 40] {
-            for n in [0, 1, 5, 31, 32, 33, 70] {
+            for n in [0, 1, 2, 3, 4, 5, 31, 32, 33, 70] {
                 check_encode_quack::<F16>(t, n);
                 check_encode_quack::<F32>(t, n);
                 check_encode_quack::<F64>(t, n);

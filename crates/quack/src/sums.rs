@@ -26,6 +26,7 @@ impl Sums {
     }
 
     /// `len` zeros.
+    #[inline]
     pub(crate) fn zeros(len: usize) -> Sums {
         if len <= INLINE {
             Sums::Inline {

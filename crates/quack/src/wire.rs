@@ -170,7 +170,19 @@ impl<F: Field> Message<F> {
     }
 
     /// Parses a message for identifiers of this field's width.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        match parse_small::<F>(bytes) {
+            Some(quack) => Ok(Self::PowerSum(quack)),
+            // Anything else, the errors included, field by field.
+            None => Self::parse_fields(bytes),
+        }
+    }
+
+    /// [`Message::parse`] field by field, each checked in turn (out of
+    /// line: the one-pass path, inlined, then builds its quACK in place).
+    #[inline(never)]
+    fn parse_fields(bytes: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader { bytes, pos: 0 };
         let head = r.u8()?;
         if head >> 4 != VERSION {
@@ -252,12 +264,62 @@ impl<F: Field> Quack<F> {
     }
 
     /// Parses a power-sum quACK.
+    #[inline]
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        match Message::<F>::parse(bytes)? {
+        // Built in place, not moved out of a message.
+        if let Some(quack) = parse_small::<F>(bytes) {
+            return Ok(quack);
+        }
+        match Message::<F>::parse_fields(bytes)? {
             Message::PowerSum(q) => Ok(q),
             other => Err(WireError::UnknownKind(other.kind() as u8)),
         }
     }
+}
+
+/// A well-formed power-sum quACK of at most [`INLINE`] sums, parsed in
+/// one pass (the checks of [`Message::parse`], folded into a few
+/// comparisons); `None` for anything else, well-formed or not, which
+/// `Message::parse_fields` then reads or rejects with its precise error.
+#[inline]
+fn parse_small<F: Field>(bytes: &[u8]) -> Option<Quack<F>> {
+    let w = F::ID_BYTES;
+    let [head, width, threshold, k, c0, c1, c2, c3, rest @ ..] = bytes else {
+        return None;
+    };
+    let (threshold, k) = (*threshold, *k);
+    if *head != VERSION << 4 | Kind::PowerSum as u8
+        || usize::from(width & !LAST_PRESENT) != w
+        || threshold == 0
+        || k > threshold
+        || usize::from(k) > INLINE
+    {
+        return None;
+    }
+    let (last, body) = if width & LAST_PRESENT != 0 {
+        let (last, body) = rest.split_at_checked(w)?;
+        (Some(F::read_be(last)?), body)
+    } else {
+        (None, rest)
+    };
+    if body.len() != usize::from(k) * w {
+        return None;
+    }
+    let mut values = [0u64; INLINE];
+    let mut unreduced = false;
+    for (value, field) in values.iter_mut().zip(body.chunks_exact(w)) {
+        *value = F::raw(F::read_be(field)?);
+        unreduced |= *value >= F::MODULUS;
+    }
+    if unreduced {
+        return None;
+    }
+    Some(Quack {
+        threshold,
+        count: u32::from_be_bytes([*c0, *c1, *c2, *c3]),
+        last,
+        sums: Sums::Inline { len: k, values },
+    })
 }
 
 fn encode_power_sum<F: Field>(q: &Quack<F>, out: &mut Vec<u8>) {
@@ -272,7 +334,7 @@ impl<F: Field> PowerSums<F> {
         let t = self.threshold();
         if t <= INLINE {
             let mut sums = [0u64; INLINE];
-            self.add_sums(&mut sums[..t]);
+            self.small_sums(&mut sums[..t]);
             write_power_sum::<F>(
                 self.threshold() as u8,
                 self.count(),
@@ -304,7 +366,11 @@ pub(crate) fn write_power_sum<F: Field>(
     if len <= SMALL {
         let mut buf = [0u8; SMALL];
         lay_out::<F>(threshold, count, last, sums, &mut buf[..len]);
-        out.extend_from_slice(&buf[..len]);
+        // The whole buffer, then cut: a copy of a known length is a few
+        // vector stores, where `buf[..len]` would call `memcpy`.
+        let start = out.len();
+        out.extend_from_slice(&buf);
+        out.truncate(start + len);
     } else {
         let start = out.len();
         out.resize(start + len, 0);
@@ -379,5 +445,56 @@ impl<'a> Reader<'a> {
     fn id<F: Field>(&mut self) -> Result<F::Id, WireError> {
         let b = self.take(F::ID_BYTES)?;
         Ok(F::read_be(b).expect("exact width"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{F16, F32, F64};
+    use proptest::prelude::*;
+
+    /// Changes a small quACK's encoding (byte `at` set to `byte`; then the
+    /// last byte dropped, or a byte added, or neither, by `cut`) and checks
+    /// that the one-pass parser and the field-by-field one agree on it.
+    fn agrees<F: Field>(t: usize, ids: &[u64], keep: usize, at: usize, byte: u8, cut: usize) {
+        let mut sums = PowerSums::<F>::new(t).unwrap();
+        ids.iter().for_each(|&x| sums.insert(F::truncate(x)));
+        let mut quack = sums.quack();
+        quack.truncate(keep);
+        let mut bytes = Message::PowerSum(quack).to_bytes();
+        // The header is where the checks are: change it more often.
+        let i = if at.is_multiple_of(2) {
+            at / 2 % 8
+        } else {
+            at / 2
+        } % bytes.len();
+        bytes[i] = byte;
+        match cut {
+            1 => drop(bytes.pop()),
+            2 => bytes.push(byte),
+            _ => {}
+        }
+        assert_eq!(
+            Message::<F>::parse(&bytes),
+            Message::<F>::parse_fields(&bytes),
+            "{bytes:?}"
+        );
+    }
+
+    proptest! {
+        /// The one-pass path for small quACKs accepts and rejects exactly
+        /// what the field-by-field parser does, with the same error.
+        #[test]
+        fn one_pass_parse_agrees_with_field_by_field(
+            (t, ids, keep) in (1usize..=20, prop::collection::vec(any::<u64>(), 0..40), 0usize..=20),
+            at: usize,
+            byte in prop_oneof![any::<u8>(), 0u8..24],
+            cut in 0usize..3,
+        ) {
+            agrees::<F16>(t, &ids, keep, at, byte, cut);
+            agrees::<F32>(t, &ids, keep, at, byte, cut);
+            agrees::<F64>(t, &ids, keep, at, byte, cut);
+        }
     }
 }

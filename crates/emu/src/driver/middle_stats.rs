@@ -29,6 +29,10 @@ pub struct MiddleStats {
     pub local_datagrams: u64,
     /// Frames or datagrams sent (the engine's, and passed-through frames).
     pub sent: u64,
+    /// Beside the path: of the local sockets' datagrams sent, those sent
+    /// as whole frames on a packet socket (the rest went through the UDP
+    /// socket).
+    pub sent_as_frames: u64,
     /// The engine's datagrams with no route, for the node itself, or not
     /// IPv4 (dropped).
     pub unroutable: u64,

@@ -1,6 +1,7 @@
 //! The system under real mode: the few Linux system calls std does not
 //! wrap (AF_PACKET sockets, `setns`, `ppoll`, a real-time scheduling
-//! class; they live in `syscalls.rs`, the one module of pepkit that allows
+//! class; they live in `syscalls.rs`, which with [`frame_send`] (frames
+//! sent on a packet socket) is the only module of pepkit that allows
 //! `unsafe`, and are re-exported here), the system tools ([`command`]:
 //! `ip`, `ethtool`, `sysctl`, `nft`, each under a time limit), child
 //! processes under `timeout` ([`Process`]), Ctrl-C and SIGTERM
@@ -8,6 +9,7 @@
 
 mod clock;
 pub mod command;
+pub mod frame_send;
 pub mod interrupt;
 mod process;
 mod syscalls;

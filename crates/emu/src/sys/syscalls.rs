@@ -4,7 +4,7 @@
 //! nanosecond timeout, a real-time scheduling class for the relay, and
 //! CPU affinity (a middle node's thread on a core of its own).
 //!
-//! This is the only module of pepkit that allows `unsafe`. Each block
+//! With `frame_send.rs`, the only module of pepkit that allows `unsafe`. Each block
 //! wraps one system call whose arguments are built from owned Rust values
 //! that outlive the call; errors come back as `io::Error`.
 #![allow(unsafe_code)]
@@ -403,7 +403,7 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
 /// `sendmmsg` of `messages` on `fd`, to `dsts` (one per message) or to
 /// where the socket is bound; returns how many the kernel took (0 when
 /// its buffer is full).
-fn send_mmsg<B: AsRef<[u8]>>(
+pub(super) fn send_mmsg<B: AsRef<[u8]>>(
     fd: BorrowedFd<'_>,
     messages: &[B],
     dsts: Option<&[SocketAddr]>,

@@ -7,7 +7,8 @@ use super::{
     CONTROL_PORT, CapacityConfig, FLOW_PORT, GEN_IP, GEN_MAC, PROXY_CONTROL, PROXY_MAC, SINK, TICK,
 };
 use emu::driver::frame::write_ipv4_packet;
-use emu::sys::PacketSocket;
+use emu::sys::SendBatch;
+use emu::sys::frame_send::FrameSender;
 use netsim::Datagram;
 use sidekick::wire::{Config, Control, Discovery, Interval};
 use std::io;
@@ -35,8 +36,10 @@ pub(super) fn generate(
     for (i, (base, control)) in flows.iter().enumerate() {
         configure_flow(i, base, control, config, &mut payload, &mut ids)?;
     }
-    // The load: prebuilt frames per flow, identifiers randomised per packet.
-    let socket = PacketSocket::bind("eth0", 4 << 20).map_err(|e| e.to_string())?;
+    // The load: prebuilt frames per flow, identifiers randomised per packet,
+    // from a packet socket that receives nothing (one that did would take
+    // a copy of every quACK arriving here, on the proxy thread's time).
+    let socket = FrameSender::open("eth0", 4 << 20).map_err(|e| e.to_string())?;
     let templates = frame_templates(config, &payload);
     offer_load(config, &socket, &templates, &mut ids, warm, done)
 }
@@ -174,7 +177,7 @@ fn frame_templates(config: &CapacityConfig, payload: &[u8]) -> Vec<Vec<u8>> {
 /// sent.
 fn offer_load(
     config: &CapacityConfig,
-    socket: &PacketSocket,
+    socket: &FrameSender,
     templates: &[Vec<u8>],
     ids: &mut Identifiers,
     warm: &AtomicBool,
@@ -182,6 +185,7 @@ fn offer_load(
 ) -> Result<f64, String> {
     let per_tick = (config.rate as usize / 1000).max(1);
     let mut burst: Vec<Vec<u8>> = vec![templates[0].clone(); per_tick];
+    let mut batch = SendBatch::new(per_tick);
     // The identifier's place in a frame: Ethernet, IPv4, UDP, offset 21.
     let id_at = 14 + 20 + 8 + 21;
     warm.store(true, Ordering::Relaxed);
@@ -198,7 +202,7 @@ fn offer_load(
             frame[id_at..id_at + 4].copy_from_slice(&ids.next_id().to_be_bytes());
             flow = (flow + 1) % templates.len();
         }
-        sent += send_burst(socket, &burst)? as u64;
+        sent += send_burst(socket, &burst, &mut batch)? as u64;
         tick += 1;
         let next = start + TICK * tick;
         let now = Instant::now();
@@ -211,12 +215,15 @@ fn offer_load(
 
 /// Sends a burst with as few `sendmmsg` calls as the socket takes; what a
 /// full queue refuses is lost. Returns the frames sent.
-fn send_burst(socket: &PacketSocket, burst: &[Vec<u8>]) -> Result<usize, String> {
-    let slices: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+fn send_burst(
+    socket: &FrameSender,
+    burst: &[Vec<u8>],
+    batch: &mut SendBatch,
+) -> Result<usize, String> {
     let mut offset = 0;
-    while offset < slices.len() {
+    while offset < burst.len() {
         let n = socket
-            .send_batch(&slices[offset..])
+            .send_frames(&burst[offset..], batch)
             .map_err(|e| e.to_string())?;
         if n == 0 {
             break; // the queue is full: the rest of this burst is lost
