@@ -224,12 +224,8 @@ impl Worker {
             self.segments.extend_from_slice(&datagram.payload);
         }
         let size = u16::try_from(run[0].payload.len()).unwrap_or(u16::MAX);
-        let sent = emu::sys::udp_send_segments(
-            &self.sockets[socket].1,
-            &self.segments,
-            size,
-            run[0].dst,
-        );
+        let sent =
+            emu::sys::udp_send_segments(&self.sockets[socket].1, &self.segments, size, run[0].dst);
         match sent {
             Ok(taken) => {
                 self.io.send_calls += 1;
