@@ -3,7 +3,8 @@
 //! packets keep reaching its worker after the client's port changes
 //! (a NAT rebinding in a relay), the connection limit holds for the
 //! workers together, and a packet for an unknown connection gets what a
-//! single engine gives it. Real mode: skips without root (fails with
+//! single engine gives it (a stateless reset, of the worker's own
+//! length). Real mode: skips without root (fails with
 //! `PEPKIT_REQUIRE_REAL=1`).
 
 mod common;
@@ -232,19 +233,28 @@ fn the_connection_limit_holds_for_the_workers_together() {
     assert_eq!(tunnels, 3);
 }
 
-/// What a server sends back for `packet` from `from`: the lengths of its
-/// answers.
-fn answers(socket: &UdpSocket, packet: &[u8], to: SocketAddr) -> Vec<usize> {
+/// What an answer to a 1200-byte packet is: a stateless reset (a short
+/// header, shorter than what it answers: RFC 9000 §10.3) or not.
+fn kind(answer: &[u8]) -> &'static str {
+    if answer[0] & 0xc0 == 0x40 && (21..1200).contains(&answer.len()) {
+        "stateless reset"
+    } else {
+        "other"
+    }
+}
+
+/// What a server sends back for `packet`: the kinds of its answers.
+fn answers(socket: &UdpSocket, packet: &[u8], to: SocketAddr) -> Vec<&'static str> {
     socket.send_to(packet, to).unwrap();
     socket
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let mut buf = [0u8; 2048];
-    let mut lens = Vec::new();
+    let mut kinds = Vec::new();
     while let Ok((n, _)) = socket.recv_from(&mut buf) {
-        lens.push(n);
+        kinds.push(kind(&buf[..n]));
     }
-    lens
+    kinds
 }
 
 #[test]
@@ -266,8 +276,9 @@ fn a_packet_for_an_unknown_connection_gets_what_one_engine_gives_it() {
         engine.handle_datagram(Time::ZERO, Interface(0), datagram);
         let mut want = Vec::new();
         while let Some(transmit) = engine.poll_transmit(Time::ZERO) {
-            want.push(transmit.datagram.payload.len());
+            want.push(kind(&transmit.datagram.payload));
         }
+        assert_eq!(want, ["stateless reset"], "{first}");
         assert_eq!(answers(&client, &packet, addr(listen)), want, "{first}");
     }
     workers.stop().unwrap();
