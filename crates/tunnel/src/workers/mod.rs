@@ -97,7 +97,7 @@ impl ServerWorkers {
             server.quic.seed = server.quic.seed.derive(&format!("worker/{index}"));
             server.shared.limits.handshakes.retry_threshold =
                 (limits.handshakes.retry_threshold / n).max(1);
-            server.first_port = server.first_port + blocks * width * byte as u16;
+            server.first_port += blocks * width * u16::from(byte);
             let (budget, slots) = (budget.clone(), slots.clone());
             let report = Arc::new(Mutex::new(WorkerReport::default()));
             let (published, stop) = (report.clone(), stop.clone());

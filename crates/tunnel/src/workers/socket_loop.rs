@@ -117,8 +117,8 @@ impl Worker {
                     .collect();
             }
             emu::sys::poll(&mut fds, Some(wait)).map_err(|e| format!("poll: {e}"))?;
-            for index in 0..fds.len() {
-                if fds[index].readable {
+            for (index, fd) in fds.iter().enumerate() {
+                if fd.readable {
                     self.read(index)?;
                 }
             }
