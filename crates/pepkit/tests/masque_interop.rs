@@ -209,6 +209,23 @@ fn load() -> String {
         .join(" ")
 }
 
+/// The kernel's count of UDP datagrams dropped because a socket's
+/// receive buffer was full (`/proc/net/snmp`, `Udp: RcvbufErrors`; this
+/// network namespace).
+fn receive_buffer_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (Some(names), Some(values)) = (udp.next(), udp.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(name, _)| *name == "RcvbufErrors")
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0)
+}
+
 /// One proxy's figures in one round.
 #[derive(Clone, Debug)]
 struct Capacity {
@@ -223,6 +240,9 @@ struct Capacity {
     generator_cpu: f64,
     /// Each worker's datagrams received and CPU seconds (ours only).
     workers: Vec<(u64, f64)>,
+    /// Datagrams the kernel dropped at full receive buffers meanwhile
+    /// (any socket: the proxy's, the sink's, the generator's).
+    buffer_drops: u64,
 }
 
 impl Capacity {
@@ -335,6 +355,7 @@ fn measure_capacity(
     let counter = sink(sink_addr);
     let pid = proxy.id().to_string();
     let (cpu_before, generator_before) = (cpu_seconds(&pid), cpu_seconds("self"));
+    let drops_before = receive_buffer_drops();
     let started = std::time::Instant::now();
     let generators: Vec<_> = (0..clients)
         .map(|i| {
@@ -347,6 +368,7 @@ fn measure_capacity(
     let delivered = counter.join().unwrap();
     let cpu = cpu_seconds(&pid) - cpu_before;
     let generator_cpu = cpu_seconds("self") - generator_before;
+    let buffer_drops = receive_buffer_drops() - drops_before;
     let (_, counters) = terminate(proxy);
     let workers = serde_json::from_str::<serde_json::Value>(counters.trim())
         .ok()
@@ -366,6 +388,7 @@ fn measure_capacity(
         cpu,
         generator_cpu,
         workers,
+        buffer_drops,
     }
 }
 
@@ -413,7 +436,7 @@ fn capacity_against_masque_go() {
             println!(
                 "round {round} {}: {} probes sent, {} delivered ({:.0}/s), proxy CPU {:.2} s, \
                  {:.0} packets per CPU-second; generator {:.0}% of {cores} cores; \
-                 workers (received, CPU s) {:?}; load {load}",
+                 workers (received, CPU s) {:?}; {} dropped at full socket buffers; load {load}",
                 c.name,
                 c.sent,
                 c.delivered,
@@ -422,6 +445,7 @@ fn capacity_against_masque_go() {
                 c.per_cpu_second(),
                 100.0 * c.generator_cpu / (c.seconds * cores),
                 c.workers,
+                c.buffer_drops,
             );
             results.push(c);
         }
