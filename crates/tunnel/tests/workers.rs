@@ -66,25 +66,34 @@ fn run_client(i: usize, proxy: SocketAddr, target: SocketAddr) {
         Duration::from_millis(1),
         SEND_FOR.as_millis() as u64,
     );
-    let client = TunnelClientHost::new(
-        source,
-        TunnelClientConfig {
-            settings: TunnelSettings::new(Mode::Datagram),
-            quic: outer(Seed::new(100 + i as u64)),
-            proxy,
-            local: addr(&format!("{ip}:5443")),
-            template: UriTemplate::default(),
-            targets: vec![target],
-            feedback: None,
-            client_cids: None,
-        },
-    );
+    let settings = TunnelSettings::new(Mode::Datagram);
+    let config = TunnelClientConfig {
+        proxy,
+        local: addr(&format!("{ip}:5443")),
+        targets: vec![target],
+        ..common::client_config(Seed::new(100 + i as u64), &settings)
+    };
+    let client = TunnelClientHost::new(source, config);
     let deadline = Time::ZERO + SEND_FOR + Duration::from_millis(500);
     let stop = AtomicBool::new(false);
     HostDriver::bind(client, &[])
         .unwrap()
         .run(RealClock::start(), RunUntil::Stopped, deadline, &stop)
         .unwrap();
+}
+
+/// `n` tunnel clients ([`run_client`]) at once, client `i` through
+/// `proxy(i)`, until they are done.
+fn run_clients(n: usize, target: SocketAddr, proxy: impl Fn(usize) -> SocketAddr) {
+    let clients: Vec<_> = (0..n)
+        .map(|i| {
+            let proxy = proxy(i);
+            std::thread::spawn(move || run_client(i, proxy, target))
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
 }
 
 /// A UDP sink on `at` that counts, per source, what arrives before and
@@ -183,15 +192,9 @@ fn connections_spread_over_workers_and_stay_after_a_rebinding() {
     let rebind = Instant::now() + Duration::from_millis(1500);
     let counts = sink(target, rebind + Duration::from_millis(300), stop.clone());
     let relayed = relay(24620, CLIENTS, addr(listen), rebind, stop.clone());
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|i| {
-            let front = addr(&format!("127.0.0.1:{}", 24620 + i));
-            std::thread::spawn(move || run_client(i, front, target))
-        })
-        .collect();
-    for client in clients {
-        client.join().unwrap();
-    }
+    run_clients(CLIENTS, target, |i| {
+        addr(&format!("127.0.0.1:{}", 24620 + i))
+    });
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::Relaxed);
     relayed.join().unwrap();
@@ -217,12 +220,7 @@ fn the_connection_limit_holds_for_the_workers_together() {
     let target = addr("127.0.0.2:24641");
     let listen = "127.0.0.1:24640";
     let workers = start(server_config(listen, target, 3), 2);
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|i| std::thread::spawn(move || run_client(i, addr(listen), target)))
-        .collect();
-    for client in clients {
-        client.join().unwrap();
-    }
+    run_clients(CLIENTS, target, |_| addr(listen));
     let reports = workers.stop().unwrap();
     let tunnels: u64 = reports
         .iter()

@@ -256,18 +256,6 @@ impl Tecc {
             first_port: FIRST_PORT,
         }
     }
-
-    /// The tunnel server engine ([`Tecc::server_config`]'s).
-    fn server(
-        &self,
-        quic: &QuicConfig,
-        seed: Seed,
-        addr: SocketAddr,
-        allow: AllowList,
-        sample_interval: Option<std::time::Duration>,
-    ) -> TunnelServer {
-        TunnelServer::new(self.server_config(quic, seed, addr, allow, sample_interval))
-    }
 }
 
 /// The targets a tunnel server may reach: the router's allowed ones, or
@@ -374,29 +362,26 @@ impl System for Tecc {
     }
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
-        Some(Box::new(self.server(
-            trial.quic,
-            trial.seed,
-            TUNNEL_SERVER,
-            allow_list(trial),
-            trial.quic.sample_interval,
-        )))
+        let (quic, allow) = (trial.quic, allow_list(trial));
+        let config =
+            self.server_config(quic, trial.seed, TUNNEL_SERVER, allow, quic.sample_interval);
+        Some(Box::new(TunnelServer::new(config)))
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
         // A server on sockets of its own: its address and the ports it
         // reaches targets from (16 per client connection).
         let addr = trial.own_addr(TUNNEL_SERVER);
+        let server = self.server_config(trial.quic, trial.seed, addr, allow_list(trial), None);
         if let Some(site) = trial.router {
             // A router's daemon: its own workers, one per core.
-            let server = self.server_config(trial.quic, trial.seed, addr, allow_list(trial), None);
             let workers = site.workers.unwrap_or_else(tunnel::available_cores);
             return OnTestbed::Server(Box::new(TunnelDaemon::new(server, workers)));
         }
         let mut local = vec![addr];
         local.extend((0..TESTBED_PORTS).map(|i| SocketAddr::new(addr.ip(), FIRST_PORT + i)));
         OnTestbed::Engine {
-            engine: Box::new(self.server(trial.quic, trial.seed, addr, allow_list(trial), None)),
+            engine: Box::new(TunnelServer::new(server)),
             placement: Placement::OwnSockets,
             local,
         }
