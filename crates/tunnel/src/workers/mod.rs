@@ -87,35 +87,52 @@ impl ServerWorkers {
         let span = (u32::from(u16::MAX) + 1 - u32::from(config.server.first_port)) / n as u32;
         let blocks = u16::try_from(span / u32::from(width)).unwrap_or(u16::MAX);
         let stop = Arc::new(AtomicBool::new(false));
-        let (mut threads, mut reports) = (Vec::new(), Vec::new());
+        let mut started = ServerWorkers {
+            threads: Vec::new(),
+            reports: Vec::new(),
+            stop,
+        };
         for index in 0..n {
-            let socket = emu::sys::udp_steered_by_cid(config.server.addr, SOCKET_BUFFER)
-                .map_err(|e| format!("binding {}: {e}", config.server.addr))?;
+            let socket = match emu::sys::udp_steered_by_cid(config.server.addr, SOCKET_BUFFER) {
+                Ok(socket) => socket,
+                Err(e) => {
+                    // The workers started so far stop.
+                    let _ = started.stop();
+                    return Err(format!("binding {}: {e}", config.server.addr));
+                }
+            };
             let mut server = config.server.clone();
             let byte = u8::try_from(index).unwrap_or(u8::MAX);
             server.quic = server.quic.with_cid_first_byte(byte);
             server.quic.seed = server.quic.seed.derive(&format!("worker/{index}"));
-            server.shared.limits.handshakes.retry_threshold =
-                (limits.handshakes.retry_threshold / n).max(1);
+            // A threshold of 0 (Retry for every Initial) stays 0.
+            let threshold = limits.handshakes.retry_threshold;
+            server.shared.limits.handshakes.retry_threshold = if threshold == 0 {
+                0
+            } else {
+                (threshold / n).max(1)
+            };
             server.first_port += blocks * width * u16::from(byte);
             let (budget, slots) = (budget.clone(), slots.clone());
             let report = Arc::new(Mutex::new(WorkerReport::default()));
-            let (published, stop) = (report.clone(), stop.clone());
-            let thread = std::thread::Builder::new()
+            let (published, stop) = (report.clone(), started.stop.clone());
+            let spawned = std::thread::Builder::new()
                 .name(format!("tunnel-worker-{index}"))
                 .spawn(move || {
                     let engine = TunnelServer::sharing(server, budget, slots, blocks);
                     Worker::new(engine, socket, published).run(&stop)
-                })
-                .map_err(|e| format!("starting worker {index}: {e}"))?;
-            threads.push(thread);
-            reports.push(report);
+                });
+            let thread = match spawned {
+                Ok(thread) => thread,
+                Err(e) => {
+                    let _ = started.stop();
+                    return Err(format!("starting worker {index}: {e}"));
+                }
+            };
+            started.threads.push(thread);
+            started.reports.push(report);
         }
-        Ok(ServerWorkers {
-            threads,
-            reports,
-            stop,
-        })
+        Ok(started)
     }
 
     /// How many workers run.
