@@ -18,6 +18,12 @@ pub trait CongestionEngine: Clone + Debug + Send + Sync + 'static {
     /// Packet `pn` of `bytes`, sent at `sent`, was acknowledged at `now`;
     /// the connection's smoothed RTT is `smoothed`.
     fn handle_ack(&mut self, now: Instant, sent: Instant, bytes: u64, pn: u64, smoothed: Duration);
+    /// The forward one-way delay of the packet an ACK newly acknowledged
+    /// as the largest, µs plus the constant offset between the two
+    /// endpoints' clocks (so possibly negative), from the peer's QUIC
+    /// timestamp; heard only on connections that negotiated timestamps
+    /// (`quic::QuicConfig::with_timestamps`), before the batch ends.
+    fn handle_one_way_delay(&mut self, _now: Instant, _delay_micros: i64) {}
     /// A batch of ACKs ended at `now`, leaving `in_flight` bytes in
     /// flight; the connection was `app_limited` before it.
     fn handle_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool);
@@ -59,6 +65,10 @@ impl<E: CongestionEngine> Controller for Engine<E> {
         rtt: &RttEstimator,
     ) {
         self.0.handle_ack(now, sent, bytes, pn, rtt.get());
+    }
+
+    fn on_one_way_delay(&mut self, now: Instant, delay_micros: i64) {
+        self.0.handle_one_way_delay(now, delay_micros);
     }
 
     fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, _: Option<u64>) {

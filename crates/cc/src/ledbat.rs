@@ -1,5 +1,6 @@
 //! LEDBAT (RFC 6817) as a QUIC congestion controller, with its settings
-//! (`controller = { name = "ledbat", target = "25ms" }`; default 100 ms).
+//! (`controller = { name = "ledbat", target = "25ms", delay = "rtt" }`;
+//! defaults 100 ms and `"one_way"`).
 //!
 //! ```text
 //! queuing_delay = current_delay − base_delay
@@ -13,15 +14,26 @@
 //! with GAIN = 1 (the RFC's "MUST be 1 or less": at most one MSS per RTT),
 //! ALLOWED_INCREASE = 1 and MIN_CWND = 2.
 //!
-//! **Delays from RTTs (a deviation from RFC 6817).** LEDBAT measures
-//! one-way delays from timestamps the receiver echoes; QUIC carries none.
-//! Here the delays are RTT samples (the time from sending each packet to
-//! its acknowledgement): current_delay is the minimum of the last
-//! CURRENT_FILTER = 4 samples, base_delay the minimum over BASE_HISTORY =
-//! 10 one-minute buckets. On our paths the reverse direction carries only
-//! ACKs, so the queueing part of an RTT is the forward queue's, and
-//! RTT − min RTT is exactly the one-way queueing delay LEDBAT wants (the
-//! constant parts cancel).
+//! **Delays.** current_delay is the minimum of the last CURRENT_FILTER = 4
+//! samples, base_delay the minimum over BASE_HISTORY = 10 one-minute
+//! buckets. A sample is, by [`LedbatDelay`]:
+//!
+//! - `one_way` (the default; RFC 6817 and libutp): the forward one-way
+//!   delay of the largest packet each ACK newly acknowledges, from QUIC
+//!   timestamps (draft-huitema-quic-ts; `quic::QuicConfig::with_timestamps`,
+//!   which pepkit gives both endpoints of a connection whose controller
+//!   asks for it). The sender derives it from the peer's timestamp, the
+//!   ACK delay and the packet's send time; the two clocks' epochs differ
+//!   by a constant, which the sample carries and which cancels in
+//!   current_delay − base_delay, as in RFC 6817 (whose clocks are not
+//!   synchronised either). Queueing on the ACK path is not in it. Until the
+//!   first such sample (the handshake), and for the whole connection when
+//!   the peer does not send timestamps (another QUIC stack), the samples
+//!   are RTTs as below.
+//! - `rtt`: RTT samples (the time from sending each packet to its
+//!   acknowledgement), a deviation from RFC 6817 for peers without
+//!   timestamps. RTT − min RTT is the forward queueing delay only while the
+//!   reverse path has no queue: a queue on the ACK path counts too.
 //!
 //! **Slow start.** Like µTorrent's libutp (the implementation the paper
 //! ran), it starts in slow start (cwnd grows by the bytes acknowledged)
@@ -42,12 +54,28 @@ pub struct LedbatSettings {
     /// The target queueing delay (default 100 ms, RFC 6817; the first
     /// draft had 25 ms).
     pub target: Duration,
+    /// Which delay it measures (default one-way where the peer sends
+    /// timestamps).
+    pub delay: LedbatDelay,
+}
+
+/// The delay LEDBAT measures (module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedbatDelay {
+    /// The forward one-way delay from QUIC timestamps, where both
+    /// endpoints negotiated them; RTTs where the peer did not.
+    #[default]
+    OneWay,
+    /// RTTs always (timestamps are not offered).
+    Rtt,
 }
 
 impl Default for LedbatSettings {
     fn default() -> LedbatSettings {
         LedbatSettings {
             target: Duration::from_millis(100),
+            delay: LedbatDelay::default(),
         }
     }
 }
@@ -57,6 +85,8 @@ impl Default for LedbatSettings {
 struct RawLedbat {
     #[serde(default)]
     target: Option<String>,
+    #[serde(default)]
+    delay: LedbatDelay,
 }
 
 impl TryFrom<RawLedbat> for LedbatSettings {
@@ -64,7 +94,10 @@ impl TryFrom<RawLedbat> for LedbatSettings {
 
     fn try_from(raw: RawLedbat) -> Result<LedbatSettings, String> {
         let Some(text) = raw.target else {
-            return Ok(LedbatSettings::default());
+            return Ok(LedbatSettings {
+                delay: raw.delay,
+                ..LedbatSettings::default()
+            });
         };
         let millis = text
             .strip_suffix("ms")
@@ -73,11 +106,12 @@ impl TryFrom<RawLedbat> for LedbatSettings {
             .ok_or_else(|| format!("`target` {text:?} is not a delay like \"100ms\" (1–10000)"))?;
         Ok(LedbatSettings {
             target: Duration::from_millis(millis),
+            delay: raw.delay,
         })
     }
 }
 
-/// RTT samples the current delay is the minimum of.
+/// Delay samples the current delay is the minimum of.
 const CURRENT_FILTER: usize = 4;
 /// One-minute buckets the base delay is the minimum of.
 const BASE_HISTORY: usize = 10;
@@ -96,9 +130,15 @@ pub struct Ledbat {
     /// Window, bytes (fractional growth kept).
     cwnd: f64,
     slow_start: bool,
-    current: VecDeque<Duration>,
-    /// (bucket start, minimum) of the last BASE_HISTORY minutes.
-    base: VecDeque<(Instant, Duration)>,
+    /// Whether it takes one-way delays when it hears them.
+    takes_one_way: bool,
+    /// Whether its samples are one-way delays (from the first one heard).
+    one_way: bool,
+    /// The last samples, ns (one-way delays carry the clocks' offset, so
+    /// they may be negative).
+    current: VecDeque<i64>,
+    /// (bucket start, minimum sample, ns) of the last BASE_HISTORY minutes.
+    base: VecDeque<(Instant, i64)>,
     /// Bytes acknowledged in the current batch of ACKs.
     acked_in_batch: u64,
     /// Losses before this time are of the window already halved.
@@ -114,6 +154,8 @@ impl Ledbat {
             mss,
             cwnd: (INITIAL_CWND * mss) as f64,
             slow_start: true,
+            takes_one_way: settings.delay == LedbatDelay::OneWay,
+            one_way: false,
             current: VecDeque::with_capacity(CURRENT_FILTER),
             base: VecDeque::with_capacity(BASE_HISTORY),
             acked_in_batch: 0,
@@ -135,22 +177,49 @@ impl Ledbat {
     pub fn queuing_delay(&self) -> Option<Duration> {
         let current = self.current.iter().min()?;
         let base = self.base.iter().map(|(_, d)| d).min()?;
-        Some(current.saturating_sub(*base))
+        let nanos = u64::try_from(current.saturating_sub(*base)).unwrap_or(0);
+        Some(Duration::from_nanos(nanos))
     }
 
-    /// An RTT sample at `now`.
+    /// Whether its samples are one-way delays.
+    pub fn is_one_way(&self) -> bool {
+        self.one_way
+    }
+
+    /// An RTT sample at `now` (ignored once one-way delays arrive).
     pub fn add_delay(&mut self, now: Instant, rtt: Duration) {
+        if !self.one_way {
+            self.add_sample(now, i64::try_from(rtt.as_nanos()).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// A one-way delay sample at `now`, µs plus the clocks' offset
+    /// (ignored with `delay = "rtt"`). The first one drops the RTT samples
+    /// before it (the two do not compare).
+    pub fn add_one_way_delay(&mut self, now: Instant, delay_micros: i64) {
+        if !self.takes_one_way {
+            return;
+        }
+        if !self.one_way {
+            self.one_way = true;
+            self.current.clear();
+            self.base.clear();
+        }
+        self.add_sample(now, delay_micros.saturating_mul(1000));
+    }
+
+    fn add_sample(&mut self, now: Instant, nanos: i64) {
         if self.current.len() == CURRENT_FILTER {
             self.current.pop_front();
         }
-        self.current.push_back(rtt);
+        self.current.push_back(nanos);
         match self.base.back_mut() {
-            Some((start, min)) if now - *start < BASE_BUCKET => *min = (*min).min(rtt),
+            Some((start, min)) if now - *start < BASE_BUCKET => *min = (*min).min(nanos),
             _ => {
                 if self.base.len() == BASE_HISTORY {
                     self.base.pop_front();
                 }
-                self.base.push_back((now, rtt));
+                self.base.push_back((now, nanos));
             }
         }
     }
@@ -193,6 +262,10 @@ impl CongestionEngine for Ledbat {
     fn handle_ack(&mut self, now: Instant, sent: Instant, bytes: u64, _pn: u64, _: Duration) {
         self.add_delay(now, now.saturating_duration_since(sent));
         self.acked_in_batch += bytes;
+    }
+
+    fn handle_one_way_delay(&mut self, now: Instant, delay_micros: i64) {
+        self.add_one_way_delay(now, delay_micros);
     }
 
     fn handle_end_acks(&mut self, _now: Instant, in_flight: u64, _app_limited: bool) {
@@ -314,5 +387,58 @@ mod tests {
             ledbat.add_delay(t0 + Duration::from_secs(600) + ms(i), ms(60));
         }
         assert_eq!(ledbat.queuing_delay(), Some(ms(10)));
+    }
+
+    #[test]
+    fn one_way_delays_replace_rtts_and_their_offset_cancels() {
+        let t0 = Instant::now();
+        let mut ledbat = Ledbat::new(&LedbatSettings::default(), MSS as u16);
+        ledbat.add_delay(t0, ms(30));
+        ledbat.add_delay(t0 + ms(1), ms(90));
+        assert!(!ledbat.is_one_way());
+        // The clocks' offset makes these negative: −50 ms plus 20 ms of
+        // one-way delay, then 10 ms of queue.
+        ledbat.add_one_way_delay(t0 + ms(2), -30_000);
+        assert!(ledbat.is_one_way());
+        assert_eq!(ledbat.queuing_delay(), Some(ms(0)));
+        for i in 3..=6 {
+            ledbat.add_one_way_delay(t0 + ms(i), -20_000);
+        }
+        assert_eq!(ledbat.queuing_delay(), Some(ms(10)));
+        // RTT samples no longer count (this one's queue is on the ACK path).
+        ledbat.add_delay(t0 + ms(7), ms(500));
+        assert_eq!(ledbat.queuing_delay(), Some(ms(10)));
+    }
+
+    #[test]
+    fn the_rtt_variant_ignores_one_way_delays() {
+        let t0 = Instant::now();
+        let settings = LedbatSettings {
+            delay: LedbatDelay::Rtt,
+            ..LedbatSettings::default()
+        };
+        let mut ledbat = Ledbat::new(&settings, MSS as u16);
+        ledbat.add_delay(t0, ms(30));
+        ledbat.add_one_way_delay(t0 + ms(1), 5_000);
+        assert!(!ledbat.is_one_way());
+        for i in 2..=5 {
+            ledbat.add_delay(t0 + ms(i), ms(50));
+        }
+        assert_eq!(ledbat.queuing_delay(), Some(ms(20)));
+    }
+
+    #[test]
+    fn settings_name_the_delay() {
+        let parse = |text: &str| toml::from_str::<LedbatSettings>(text);
+        assert_eq!(parse("").unwrap(), LedbatSettings::default());
+        assert_eq!(parse("").unwrap().delay, LedbatDelay::OneWay);
+        let rtt = parse("delay = \"rtt\"\ntarget = \"25ms\"").unwrap();
+        assert_eq!(rtt.delay, LedbatDelay::Rtt);
+        assert_eq!(rtt.target, ms(25));
+        assert_eq!(
+            parse("delay = \"one_way\"").unwrap().delay,
+            LedbatDelay::OneWay
+        );
+        assert!(parse("delay = \"owd\"").is_err());
     }
 }

@@ -96,7 +96,7 @@ pub use context::{Built, ControllerContext, ControllerCounters};
 pub use copa::{Copa, CopaSettings};
 pub use cubic::{Cubic, CubicConfig, CubicCore, CubicParams, CubicSettings, UNPACED_RATE};
 pub use engine::{CongestionEngine, Engine};
-pub use ledbat::{Ledbat, LedbatSettings};
+pub use ledbat::{Ledbat, LedbatDelay, LedbatSettings};
 pub use pacubic::{Pacubic, PacubicConfig, PacubicFactory, PacubicSettings, PacubicStats};
 pub use pcc::utility::{Utility, UtilityHandle};
 pub use pcc::{HybridSettings, Pcc, PccConfig, PccFactory, PccStats, ProteusSettings};

@@ -60,7 +60,8 @@ pub enum Controller {
     ProteusH(crate::pcc::HybridSettings),
     /// Copa (NSDI'18, [`crate::Copa`]).
     Copa(crate::CopaSettings),
-    /// LEDBAT (RFC 6817, [`crate::Ledbat`]), its delays from RTTs.
+    /// LEDBAT (RFC 6817, [`crate::Ledbat`]): one-way delays where the peer
+    /// sends QUIC timestamps, RTTs otherwise or with `delay = "rtt"`.
     Ledbat(crate::LedbatSettings),
     /// No congestion control ([`crate::Unlimited`]; for a tunnel whose
     /// inner connections have their own).
@@ -116,6 +117,13 @@ impl Controller {
             | Controller::ProteusS(_)
             | Controller::ProteusH(_) => Some(Input::UtilityHandle),
         }
+    }
+
+    /// Whether it asks for the forward one-way delay: both endpoints of its
+    /// connection then offer QUIC timestamps
+    /// (`quic::QuicConfig::with_timestamps`).
+    pub fn wants_timestamps(&self) -> bool {
+        matches!(self, Controller::Ledbat(settings) if settings.delay == crate::LedbatDelay::OneWay)
     }
 
     /// Whether it sets its endpoint's loss thresholds itself

@@ -158,7 +158,7 @@ proptest! {
     #[test]
     fn ledbat_never_breaks(ops in prop::collection::vec(op(), 1..120), short in any::<bool>()) {
         let target = Duration::from_millis(if short { 25 } else { 100 });
-        drive(Ledbat::new(&LedbatSettings { target }, 1200), &ops, None);
+        drive(Ledbat::new(&LedbatSettings { target, ..LedbatSettings::default() }, 1200), &ops, None);
     }
 
     #[test]

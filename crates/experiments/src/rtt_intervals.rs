@@ -6,9 +6,9 @@
 //! Proteus paper's §3 measurement (Figure 2: a constant-rate probe's
 //! samples in 1.5-RTT intervals), asked for with `measure.rtt_intervals`.
 //!
-//! Per flow (bulk workloads; the data sender's samples), and per phase of
-//! the window when there are phases (else over the whole window): the
-//! distributions `rtt_deviation_ms[_<phase>]` and
+//! Per flow (bulk workloads and the UDP probe; the data sender's
+//! samples), and per phase of the window when there are phases (else over
+//! the whole window): the distributions `rtt_deviation_ms[_<phase>]` and
 //! `rtt_gradient_abs[_<phase>]`, and for each phase after the first the
 //! *confusion probability* of each metric against the first phase, in
 //! percent: over all pairs of one interval of the first phase (calm) and
@@ -104,11 +104,12 @@ pub(crate) fn confusion(calm: &[f64], busy: &[f64], resolution: f64) -> Option<(
 }
 
 /// Adds a flow's interval metrics (see the module) from its data
-/// sender's `record`, whose RTT window is `window`.
+/// sender's RTT `samples` of the packets it sent in `window`: (send time
+/// since the window's start, RTT).
 pub(crate) fn add(
     result: &mut TrialResult,
     names: &FlowNames,
-    record: Option<&quic::ConnRecord>,
+    samples: &[(Duration, Duration)],
     window: Window,
     phases: &[Phase],
     grouping: RttIntervals,
@@ -118,10 +119,6 @@ pub(crate) fn add(
     // deviation in milliseconds, the gradient as a ratio (module docs).
     let deviation_resolution = resolution.as_secs_f64() * 1000.0;
     let gradient_resolution = resolution.as_secs_f64() / length.as_secs_f64();
-    let Some(record) = record else {
-        return;
-    };
-    let samples = record.rtt.timed();
     let since = |t: netsim::Time| t.saturating_duration_since(window.from);
     let parts: Vec<(Option<&str>, Window)> = if phases.is_empty() {
         vec![(None, window)]
@@ -133,7 +130,7 @@ pub(crate) fn add(
     };
     let mut calm: Option<(Vec<f64>, Vec<f64>)> = None;
     for (phase, part) in parts {
-        let stats = intervals(&samples, since(part.from), since(part.until), length);
+        let stats = intervals(samples, since(part.from), since(part.until), length);
         let deviations: Vec<f64> = stats.iter().map(|s| s.deviation_s * 1000.0).collect();
         let gradients: Vec<f64> = stats.iter().map(|s| s.gradient.abs()).collect();
         let named = |what: &str| match phase {

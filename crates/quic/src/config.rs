@@ -73,6 +73,13 @@ pub struct QuicConfig {
     /// the seed's): a server whose sockets are steered by connection ID
     /// (one worker each) marks its IDs with its worker's index.
     pub cid_first_byte: Option<u8>,
+    /// Offer QUIC timestamps (draft-huitema-quic-ts's TIMESTAMP frame,
+    /// noq-proto's `TransportConfig::enable_timestamps`; default off).
+    /// When both endpoints offer them, each one's congestion controller
+    /// hears the forward one-way delay of its packets
+    /// (`Controller::on_one_way_delay`); a peer that does not (any other
+    /// QUIC stack) leaves the connection without them.
+    pub timestamps: bool,
 }
 
 /// When a packet is declared lost (RFC 9002 §6.1): after this many later
@@ -119,6 +126,7 @@ impl QuicConfig {
             cid_log: None,
             keep_alive: None,
             cid_first_byte: None,
+            timestamps: false,
         }
     }
 
@@ -126,6 +134,12 @@ impl QuicConfig {
     /// ([`QuicConfig::cid_first_byte`]).
     pub fn with_cid_first_byte(mut self, byte: u8) -> QuicConfig {
         self.cid_first_byte = Some(byte);
+        self
+    }
+
+    /// Offer QUIC timestamps ([`QuicConfig::timestamps`]).
+    pub fn with_timestamps(mut self) -> QuicConfig {
+        self.timestamps = true;
         self
     }
 
@@ -266,6 +280,7 @@ impl std::fmt::Debug for QuicConfig {
             .field("packet_log", &self.packet_log)
             .field("rtt_times", &self.rtt_times)
             .field("loss_detection", &self.loss_detection)
+            .field("timestamps", &self.timestamps)
             .finish_non_exhaustive()
     }
 }

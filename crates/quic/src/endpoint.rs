@@ -22,6 +22,12 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The largest datagram [`Core::poll_transmit`] copies out of its send
+/// buffer rather than hands over with it: an ACK-only packet is a few dozen
+/// bytes in a buffer noq-proto sized for a whole MTU, and thousands of them
+/// are in flight on a fast, long path.
+const SMALL_DATAGRAM: usize = 256;
+
 /// One connection with its application and records.
 pub(crate) struct Conn<A> {
     handle: ConnectionHandle,
@@ -445,11 +451,18 @@ impl<A: App> Core<A> {
                 .poll_transmit(instant, NonZeroUsize::MIN, &mut self.buf)
             {
                 c.record.first_tx.get_or_insert(now);
-                // The datagram keeps the buffer noq-proto wrote it into (no
-                // copy); the next poll starts a fresh one.
-                let mut payload = std::mem::take(&mut self.buf);
-                payload.truncate(transmit.size);
-                let payload = Bytes::from(payload);
+                let payload = if transmit.size <= SMALL_DATAGRAM {
+                    // A small datagram (an ACK) gets a buffer of its own
+                    // size, and the one noq-proto wrote it into (a whole
+                    // MTU) serves the next poll.
+                    Bytes::copy_from_slice(&self.buf[..transmit.size])
+                } else {
+                    // A large one keeps the buffer noq-proto wrote it into
+                    // (no copy); the next poll starts a fresh one.
+                    let mut payload = std::mem::take(&mut self.buf);
+                    payload.truncate(transmit.size);
+                    Bytes::from(payload)
+                };
                 sent = Some((seq, Datagram::new(local, transmit.destination, payload)));
                 break;
             }

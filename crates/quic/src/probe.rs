@@ -250,6 +250,10 @@ impl Controller for Probed {
         self.inner.on_spurious_loss(now, pn, largest_acked);
     }
 
+    fn on_one_way_delay(&mut self, now: Instant, delay_micros: i64) {
+        self.inner.on_one_way_delay(now, delay_micros);
+    }
+
     fn extra_loss_delay(&self) -> Duration {
         self.inner.extra_loss_delay()
     }

@@ -54,6 +54,8 @@ pub(crate) struct EndpointSetup {
     rtt_times: bool,
     /// PING after this long idle.
     keep_alive: Option<std::time::Duration>,
+    /// Whether to offer QUIC timestamps.
+    timestamps: bool,
     /// Datagrams to and from something beside the endpoint.
     pub(crate) channel: Option<crate::channel::DatagramChannel>,
 }
@@ -104,6 +106,7 @@ impl EndpointSetup {
             packet_log: config.packet_log,
             rtt_times: config.rtt_times,
             keep_alive: config.keep_alive,
+            timestamps: config.timestamps,
             channel: config.datagram_channel.clone(),
         }
     }
@@ -155,6 +158,9 @@ impl EndpointSetup {
         }
         if let Some(bytes) = self.datagram_send_buffer {
             transport.datagram_send_buffer_size(bytes);
+        }
+        if self.timestamps {
+            transport.enable_timestamps(true);
         }
         if let Some(frequency) = self.ack_frequency {
             let mut ack = noq_proto::AckFrequencyConfig::default();

@@ -95,6 +95,14 @@ pub trait Controller: Send + Sync + core::fmt::Debug {
     #[allow(unused_variables)]
     fn on_spurious_loss(&mut self, now: Instant, pn: u64, largest_acked: u64) {}
 
+    /// pepkit: the forward one-way delay of the packet an ACK newly acknowledged as the largest,
+    /// µs, from the peer's TIMESTAMP frame (draft-huitema-quic-ts; only when both endpoints
+    /// enabled it, `TransportConfig::enable_timestamps`). It includes the constant offset between
+    /// the two endpoints' clocks, so it may be negative; differences between samples are exact
+    /// (PEPKIT.md, item 13). Called before the batch's `on_end_acks`.
+    #[allow(unused_variables)]
+    fn on_one_way_delay(&mut self, now: Instant, delay_micros: i64) {}
+
     /// pepkit: time added to the loss delay of time-threshold loss detection, which is otherwise
     /// `TransportConfig::time_threshold` times the RTT (RFC 9002 §6.1.2). Asked each time losses
     /// are looked for (PEPKIT.md, item 8).

@@ -95,6 +95,9 @@ pub enum FrameType {
     AckFrequency,
     #[assoc(to_u64 = 0x1f)]
     ImmediateAck,
+    // pepkit: TIMESTAMP (draft-huitema-quic-ts, PEPKIT.md item 13)
+    #[assoc(to_u64 = 0x02f5)]
+    Timestamp,
     // DATAGRAM
     #[assoc(to_u64 = _0.to_u64())]
     Datagram(DatagramInfo),
@@ -197,6 +200,7 @@ pub(super) enum EncodableFrame<'a> {
     ObservedAddr(ObservedAddr),
     Ping(Ping),
     ImmediateAck(ImmediateAck),
+    Timestamp(Timestamp),
     AckFrequency(AckFrequency),
     PathChallenge(PathChallenge),
     Crypto(Crypto),
@@ -225,7 +229,10 @@ impl<'a> EncodableFrame<'a> {
     /// Whether this is an ACK-eliciting frame.
     pub(crate) fn is_ack_eliciting(&self) -> bool {
         match self {
-            EncodableFrame::PathAck(_) | EncodableFrame::Ack(_) | EncodableFrame::Close(_) => false,
+            EncodableFrame::PathAck(_)
+            | EncodableFrame::Ack(_)
+            | EncodableFrame::Close(_)
+            | EncodableFrame::Timestamp(_) => false,
             EncodableFrame::PathResponse(_)
             | EncodableFrame::HandshakeDone(_)
             | EncodableFrame::ReachOut(_)
@@ -383,6 +390,28 @@ impl Encodable for ImmediateAck {
     }
 }
 
+/// pepkit: the TIMESTAMP frame of draft-huitema-quic-ts (PEPKIT.md, item 13): the time at which
+/// its packet was sent, in microseconds since the sender's epoch (its connection's creation),
+/// shifted right by the sender's `ack_delay_exponent` as an ACK delay is. Not ack-eliciting; sent
+/// in 1-RTT packets, before their ACK frames.
+#[derive(Debug, Copy, Clone, Eq, PartialEq, derive_more::Display)]
+#[cfg_attr(test, derive(Arbitrary))]
+#[display("TIMESTAMP {_0}")]
+pub(crate) struct Timestamp(pub(crate) VarInt);
+
+impl Timestamp {
+    const fn get_type(&self) -> FrameType {
+        FrameType::Timestamp
+    }
+}
+
+impl Encodable for Timestamp {
+    fn encode<B: BufMut>(&self, buf: &mut B) {
+        FrameType::Timestamp.encode(buf);
+        buf.write(self.0);
+    }
+}
+
 #[allow(missing_docs)]
 #[derive(Debug, Copy, Clone, Eq, PartialEq, derive_more::Display)]
 #[display("STREAM")]
@@ -453,6 +482,7 @@ pub(crate) enum Frame {
     AckFrequency(AckFrequency),
     #[display("IMMEDIATE_ACK")]
     ImmediateAck,
+    Timestamp(Timestamp),
     #[display("HANDSHAKE_DONE")]
     HandshakeDone,
     ObservedAddr(ObservedAddr),
@@ -505,6 +535,7 @@ impl Frame {
             Datagram(_) => FrameType::Datagram(DatagramInfo(*DatagramInfo::VALUES.start() as u8)),
             AckFrequency(_) => FrameType::AckFrequency,
             ImmediateAck => FrameType::ImmediateAck,
+            Timestamp(_) => FrameType::Timestamp,
             HandshakeDone => FrameType::HandshakeDone,
             ObservedAddr(observed) => observed.get_type(),
             PathAbandon(_) => FrameType::PathAbandon,
@@ -522,7 +553,7 @@ impl Frame {
     pub(crate) fn is_ack_eliciting(&self) -> bool {
         !matches!(
             *self,
-            Self::Ack(_) | Self::PathAck(_) | Self::Padding | Self::Close(_)
+            Self::Ack(_) | Self::PathAck(_) | Self::Padding | Self::Close(_) | Self::Timestamp(_)
         )
     }
 
@@ -1664,6 +1695,7 @@ impl Iter {
                 reordering_threshold: self.bytes.get()?,
             }),
             FrameType::ImmediateAck => Frame::ImmediateAck,
+            FrameType::Timestamp => Frame::Timestamp(Timestamp(self.bytes.get()?)),
             FrameType::ObservedIpv4Addr | FrameType::ObservedIpv6Addr => {
                 let is_ipv6 = ty == FrameType::ObservedIpv6Addr;
                 let observed = ObservedAddr::read(&mut self.bytes, is_ipv6)?;
@@ -2657,6 +2689,35 @@ mod test {
         let frames = frames(buf);
         assert_eq!(frames.len(), 1);
         assert_matches!(&frames[0], Frame::ImmediateAck);
+    }
+
+    /// pepkit: a TIMESTAMP frame round-trips; a truncated one is an error (PEPKIT.md item 13).
+    #[test]
+    fn timestamp_coding() {
+        for value in [
+            0,
+            63,
+            64,
+            16_383,
+            16_384,
+            (1 << 30) - 1,
+            1 << 30,
+            VarInt::MAX.0,
+        ] {
+            let mut buf = Vec::new();
+            Timestamp(VarInt(value)).encode(&mut buf);
+            assert_eq!(&buf[..2], &[0x42, 0xf5], "the type is the varint 0x02f5");
+            let frames = frames(buf);
+            assert_eq!(frames.len(), 1);
+            assert_matches!(&frames[0], Frame::Timestamp(Timestamp(v)) if v.0 == value);
+            assert!(!frames[0].is_ack_eliciting());
+        }
+        let mut buf = Vec::new();
+        Timestamp(VarInt(1 << 30)).encode(&mut buf);
+        for cut in 1..buf.len() {
+            let mut iter = Iter::new(Bytes::from(buf[..cut].to_vec())).unwrap();
+            assert!(iter.next().unwrap().is_err(), "cut at {cut}");
+        }
     }
 
     /// Test that encoding and decoding [`ObservedAddr`] produces the same result.

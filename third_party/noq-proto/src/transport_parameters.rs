@@ -122,6 +122,10 @@ macro_rules! make_struct {
 
             /// Nat traversal draft
             pub max_remote_nat_traversal_addresses: Option<NonZeroU8>,
+
+            /// pepkit: draft-huitema-quic-ts's `enable_timestamp` (1: wants to receive TIMESTAMP
+            /// frames, 2: sends them, 3: both), if given (PEPKIT.md, item 13)
+            pub(crate) enable_timestamp: Option<VarInt>,
         }
 
         // We deliberately don't implement the `Default` trait, since that would be public, and
@@ -148,6 +152,7 @@ macro_rules! make_struct {
                     address_discovery_role: address_discovery::Role::default(),
                     initial_max_path_id: None,
                     max_remote_nat_traversal_addresses: None,
+                    enable_timestamp: None,
                 }
             }
         }
@@ -198,6 +203,7 @@ impl TransportParameters {
             address_discovery_role: config.address_discovery_role,
             initial_max_path_id: config.get_initial_max_path_id(),
             max_remote_nat_traversal_addresses: config.max_remote_nat_traversal_addresses,
+            enable_timestamp: config.enable_timestamps.then_some(VarInt(3)),
             ..Self::default()
         }
     }
@@ -444,6 +450,18 @@ impl TransportParameters {
                 }
             }
         }
+        // pepkit: after the shuffled ones (see `TransportParameterId::EnableTimestamp`).
+        if let Some(value) = self.enable_timestamp {
+            w.write_var(TransportParameterId::EnableTimestamp as u64);
+            w.write_var(value.size() as u64);
+            w.write(value);
+        }
+    }
+
+    /// pepkit: the peer's `enable_timestamp` bits: (it wants TIMESTAMP frames, it sends them).
+    pub(crate) fn timestamp_bits(&self) -> (bool, bool) {
+        let bits = self.enable_timestamp.map_or(0, |v| v.into_inner());
+        (bits & 1 != 0, bits & 2 != 0)
     }
 
     /// Decode `TransportParameters` from buffer
@@ -558,6 +576,19 @@ impl TransportParameters {
                     let value = NonZeroU8::new(value).ok_or(Error::IllegalValue)?;
 
                     params.max_remote_nat_traversal_addresses = Some(value);
+                }
+                TransportParameterId::EnableTimestamp => {
+                    if params.enable_timestamp.is_some() {
+                        return Err(Error::Malformed);
+                    }
+                    let value: VarInt = r.get()?;
+                    if len != value.size() {
+                        return Err(Error::Malformed);
+                    }
+                    if !(1..=3).contains(&value.into_inner()) {
+                        return Err(Error::IllegalValue);
+                    }
+                    params.enable_timestamp = Some(value);
                 }
                 _ => {
                     macro_rules! parse {
@@ -732,6 +763,11 @@ pub(crate) enum TransportParameterId {
     // inspired by https://www.ietf.org/archive/id/draft-seemann-quic-nat-traversal-02.html,
     // simplified to n0's own protocol.
     N0NatTraversal = 0x3d7f91120401,
+
+    // pepkit: https://datatracker.ietf.org/doc/draft-huitema-quic-ts/ (PEPKIT.md, item 13).
+    // Not in `SUPPORTED`: it is written after the shuffled parameters, so that the shuffle (and
+    // the random draws it takes) stays the same whether it is offered or not.
+    EnableTimestamp = 0x7158,
 }
 
 impl TransportParameterId {
@@ -803,6 +839,7 @@ impl TryFrom<u64> for TransportParameterId {
             id if Self::ObservedAddr == id => Self::ObservedAddr,
             id if Self::InitialMaxPathId == id => Self::InitialMaxPathId,
             id if Self::N0NatTraversal == id => Self::N0NatTraversal,
+            id if Self::EnableTimestamp == id => Self::EnableTimestamp,
             _ => return Err(()),
         };
         Ok(param)
@@ -845,6 +882,7 @@ mod test {
             address_discovery_role: address_discovery::Role::send_only(),
             initial_max_path_id: Some(PathId::MAX),
             max_remote_nat_traversal_addresses: Some(5u8.try_into().unwrap()),
+            enable_timestamp: Some(VarInt(3)),
             ..TransportParameters::default()
         };
         params.write(&mut buf);
@@ -978,5 +1016,48 @@ mod test {
         };
         high_limit.validate_resumption_from(&low_limit).unwrap();
         low_limit.validate_resumption_from(&high_limit).unwrap_err();
+    }
+
+    /// pepkit: `enable_timestamp` (draft-huitema-quic-ts) is read back, refused outside 1..=3,
+    /// twice or with a wrong length, and written after the shuffled parameters.
+    #[test]
+    fn enable_timestamp_coding() {
+        let encode = |value: u64| {
+            let mut buf = Vec::new();
+            buf.write_var(0x7158);
+            buf.write_var(VarInt::from_u64(value).unwrap().size() as u64);
+            buf.write_var(value);
+            buf
+        };
+        for value in 1..=3 {
+            let params = TransportParameters::read(Side::Client, &mut &encode(value)[..]).unwrap();
+            assert_eq!(params.enable_timestamp, Some(VarInt(value)));
+        }
+        for value in [0, 4, 1 << 20] {
+            assert_eq!(
+                TransportParameters::read(Side::Client, &mut &encode(value)[..]),
+                Err(Error::IllegalValue)
+            );
+        }
+        let twice = [encode(1), encode(2)].concat();
+        assert_eq!(
+            TransportParameters::read(Side::Client, &mut &twice[..]),
+            Err(Error::Malformed)
+        );
+        // Length 2 for a one-byte value.
+        let wrong_len = [0x80, 0x00, 0x71, 0x58, 0x02, 0x01, 0x00];
+        assert!(TransportParameters::read(Side::Client, &mut &wrong_len[..]).is_err());
+
+        // Offering it appends it and leaves the rest of the encoding as it was.
+        let mut params = TransportParameters::default();
+        params.write_order = Some(core::array::from_fn(|i| (23 - i) as u8));
+        params.initial_max_data = 1_000u32.into();
+        let mut without = Vec::new();
+        params.write(&mut without);
+        params.enable_timestamp = Some(VarInt(3));
+        let mut with = Vec::new();
+        params.write(&mut with);
+        assert_eq!(&with[..without.len()], &without[..]);
+        assert_eq!(&with[without.len()..], &encode(3)[..]);
     }
 }

@@ -163,8 +163,17 @@ impl RawScenario {
         let field = |inner: &str| format!("flows[{raw_index}].{inner}");
         let workload = flow.workload.as_ref().unwrap_or(&self.workload);
         let traits = workload.traits();
-        if !traits.quic {
-            return fail(&field("workload"), "competing flows run over QUIC");
+        if !traits.flows {
+            return fail(
+                &field("workload"),
+                "competing flows run over QUIC, or are a `udp_probe`",
+            );
+        }
+        if !traits.quic && self.flows[raw_index].controller.is_some() {
+            return fail(
+                &field("controller"),
+                "the flow's workload sends without congestion control (it is not QUIC)",
+            );
         }
         if flow.kernel_tcp.is_some() {
             // Linux TCP flows send from the client node to a sink on the

@@ -219,15 +219,23 @@ fn flows(
             }
             None => quic.clone(),
         };
+        // Both endpoints offer QUIC timestamps when either controller asks
+        // for one-way delays (LEDBAT's default), and only then.
+        let timestamps =
+            flow.client_controller.wants_timestamps() || flow.server_controller.wants_timestamps();
+        let offered = |config: QuicConfig| match timestamps {
+            true => config.with_timestamps(),
+            false => config,
+        };
         let client_quic = endpoint(
-            &logged("client"),
+            &offered(logged("client")),
             &flow.client_controller,
             seed.derive(&names.label("controller/client")),
             (Side::Client, &feeds, client_utility),
             (flow.client_ack_frequency, flow.client_loss_detection),
         );
         let server_quic = endpoint(
-            &logged("server"),
+            &offered(logged("server")),
             &flow.server_controller,
             seed.derive(&names.label("controller/server")),
             (Side::Server, &feeds, server_utility),

@@ -101,6 +101,7 @@ impl WorkloadKind for Bulk {
                 BulkDirection::Download => Side::Server,
             },
             quic: true,
+            flows: true,
             server_opens_streams: false,
             kernel_tcp: true,
             server_ack_delay: self.direction == BulkDirection::Upload,
@@ -192,8 +193,9 @@ impl WorkloadKind for Bulk {
         add_sender(result, names, sender);
         if let Some(window) = view.measure {
             add_rtts(result, names, sender);
-            if let Some(grouping) = view.rtt_intervals {
-                crate::rtt_intervals::add(result, names, sender, window, view.phases, grouping);
+            if let (Some(grouping), Some(sender)) = (view.rtt_intervals, sender) {
+                let samples = sender.rtt.timed();
+                crate::rtt_intervals::add(result, names, &samples, window, view.phases, grouping);
             }
             let (log, total) = match self.direction {
                 BulkDirection::Upload => server

@@ -47,6 +47,7 @@ impl WorkloadKind for Media {
         Traits {
             data_sender: Side::Client,
             quic: false,
+            flows: false,
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,

@@ -12,12 +12,14 @@ mod bulk;
 mod media;
 mod rtc;
 mod short_flows;
+mod udp_probe;
 mod video;
 
 pub use bulk::{Amount, Bulk, BulkDirection, TcpTransfer};
 pub use media::Media;
 pub use rtc::Rtc;
 pub use short_flows::{Arrivals, ShortFlows};
+pub use udp_probe::UdpProbe;
 pub use video::Video;
 
 use crate::figure::Plot;
@@ -41,6 +43,9 @@ pub enum Workload {
     Rtc(Rtc),
     /// Requests and responses on fresh streams: flow completion times.
     ShortFlows(ShortFlows),
+    /// Constant-rate UDP datagrams, each echoed (Proteus §3's probe): one
+    /// RTT sample per datagram.
+    UdpProbe(UdpProbe),
     /// DASH-like video from the server (Proteus §6.3): bitrate and
     /// rebuffering.
     Video(Video),
@@ -54,6 +59,7 @@ impl Workload {
             Workload::Media(media) => media,
             Workload::Rtc(rtc) => rtc,
             Workload::ShortFlows(flows) => flows,
+            Workload::UdpProbe(probe) => probe,
             Workload::Video(video) => video,
         }
     }
@@ -78,8 +84,12 @@ pub enum Side {
 pub struct Traits {
     /// The end that sends the data.
     pub data_sender: Side,
-    /// Whether it runs over QUIC (the media workload is plain UDP).
+    /// Whether it runs over QUIC (the media workload and the UDP probe
+    /// are plain UDP).
     pub quic: bool,
+    /// Whether it can be one of a dumbbell's `[[flows]]` (the QUIC
+    /// workloads and the UDP probe).
+    pub flows: bool,
     /// Whether the server opens the streams (a proxy relaying the streams
     /// a client opens cannot carry it).
     pub server_opens_streams: bool,

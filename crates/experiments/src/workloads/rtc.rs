@@ -90,6 +90,7 @@ impl WorkloadKind for Rtc {
         Traits {
             data_sender: Side::Server,
             quic: true,
+            flows: true,
             server_opens_streams: true,
             kernel_tcp: false,
             server_ack_delay: false,

@@ -189,6 +189,7 @@ impl WorkloadKind for ShortFlows {
         Traits {
             data_sender: Side::Server,
             quic: true,
+            flows: true,
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,

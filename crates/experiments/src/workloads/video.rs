@@ -187,6 +187,7 @@ impl WorkloadKind for Video {
         Traits {
             data_sender: Side::Server,
             quic: true,
+            flows: true,
             server_opens_streams: false,
             kernel_tcp: false,
             server_ack_delay: false,

@@ -73,6 +73,9 @@ pub struct TransportConfig {
     pub(crate) max_remote_nat_traversal_addresses: Option<NonZeroU8>,
     pub(crate) server_handshake_migration: bool,
 
+    /// pepkit: offer TIMESTAMP frames (draft-huitema-quic-ts, PEPKIT.md item 13).
+    pub(crate) enable_timestamps: bool,
+
     #[cfg(feature = "qlog")]
     pub(crate) qlog_factory: Option<Arc<dyn QlogFactory>>,
 }
@@ -154,6 +157,18 @@ impl TransportConfig {
     /// every connection uses the entire window.
     pub fn send_window(&mut self, value: u64) -> &mut Self {
         self.send_window = value;
+        self
+    }
+
+    /// pepkit: offer the TIMESTAMP frame of draft-huitema-quic-ts (transport parameter
+    /// `enable_timestamp` = 3: this endpoint sends them and wants to receive them).
+    ///
+    /// When both endpoints offer it, each puts a TIMESTAMP frame before the ACK frames of its
+    /// 1-RTT packets, and the congestion controller of each hears the one-way delay of the
+    /// packets it sent ([`crate::congestion::Controller::on_one_way_delay`]). Off by default:
+    /// nothing is sent or negotiated (PEPKIT.md, item 13).
+    pub fn enable_timestamps(&mut self, value: bool) -> &mut Self {
+        self.enable_timestamps = value;
         self
     }
 
@@ -625,6 +640,8 @@ impl Default for TransportConfig {
             max_remote_nat_traversal_addresses: None,
             server_handshake_migration: false,
 
+            enable_timestamps: false,
+
             #[cfg(feature = "qlog")]
             qlog_factory: None,
         }
@@ -668,6 +685,7 @@ impl fmt::Debug for TransportConfig {
             default_path_keep_alive_interval,
             max_remote_nat_traversal_addresses,
             server_handshake_migration,
+            enable_timestamps,
             #[cfg(feature = "qlog")]
             qlog_factory,
         } = self;
@@ -720,7 +738,8 @@ impl fmt::Debug for TransportConfig {
                 "max_remote_nat_traversal_addresses",
                 max_remote_nat_traversal_addresses,
             )
-            .field("server_handshake_migration", server_handshake_migration);
+            .field("server_handshake_migration", server_handshake_migration)
+            .field("enable_timestamps", enable_timestamps);
         #[cfg(feature = "qlog")]
         s.field("qlog_factory", &qlog_factory.is_some());
 

@@ -115,6 +115,10 @@ use timer::{Timer, TimerTable};
 mod transmit_buf;
 use transmit_buf::TransmitBuf;
 
+// pepkit: draft-huitema-quic-ts (PEPKIT.md, item 13)
+mod timestamps;
+use timestamps::Timestamps;
+
 mod state;
 
 #[cfg(not(fuzzing))]
@@ -310,6 +314,8 @@ pub struct Connection {
 
     /// State for n0's (<https://n0.computer>) nat traversal protocol.
     n0_nat_traversal: n0_nat_traversal::State,
+    /// pepkit: TIMESTAMP frames (PEPKIT.md, item 13).
+    timestamps: Timestamps,
     qlog: QlogSink,
 }
 
@@ -336,6 +342,7 @@ impl Connection {
         let connection_side = ConnectionSide::from(side_args);
         let side = connection_side.side();
         let mut rng = StdRng::from_seed(rng_seed);
+        let timestamps = Timestamps::new(now, config.enable_timestamps);
         let mut initial_space = PacketSpace::new(now, SpaceId::Initial, &mut rng);
         let mut handshake_space = PacketSpace::new(now, SpaceId::Handshake, &mut rng);
         #[cfg(test)]
@@ -439,6 +446,7 @@ impl Connection {
             abandoned_paths: Default::default(),
 
             n0_nat_traversal: Default::default(),
+            timestamps,
             qlog,
         };
         if path_validated {
@@ -3033,6 +3041,13 @@ impl Connection {
         }
         // pepkit: the largest acknowledged before this ACK, for `on_spurious_loss`.
         let previous_largest_pn = self.spaces[space].for_path(path).largest_acked_packet_pn;
+        // pepkit: the peer's TIMESTAMP for this ACK, and the send time of the packet it raised
+        // the largest acknowledged to (PEPKIT.md, item 13).
+        let peer_timestamp = match space {
+            SpaceId::Data => self.timestamps.peer.take(),
+            _ => None,
+        };
+        let mut new_largest_sent = None;
         // `Some(pn)` if this ACK raised `largest_acked_packet_pn`.
         let new_largest_pn = {
             let space = &mut self.spaces[space].for_path(path);
@@ -3046,6 +3061,7 @@ impl Connection {
                     // haven't sent. At worst, that will result in us spuriously reducing the
                     // congestion window.
                     space.largest_acked_packet_send_time = info.time_sent;
+                    new_largest_sent = Some(info.time_sent);
                 }
                 Some(ack.largest)
             } else {
@@ -3107,6 +3123,20 @@ impl Connection {
 
                 self.on_packet_acked(now, path, packet, info);
             }
+        }
+
+        // pepkit: the forward one-way delay of the newly largest acknowledged packet, before the
+        // batch ends (as RTT samples come with `on_ack`).
+        if let (Some(timestamp), Some(sent)) = (peer_timestamp, new_largest_sent) {
+            let delay = self.timestamps.one_way_delay(
+                sent,
+                timestamp,
+                ack.delay,
+                self.peer_params.ack_delay_exponent.into_inner(),
+            );
+            self.path_data_mut(path)
+                .congestion
+                .on_one_way_delay(now, delay);
         }
 
         let largest_ackd = self.spaces[space].for_path(path).largest_acked_packet_pn;
@@ -5046,6 +5076,8 @@ impl Connection {
         // if this packet triggers a path migration and includes a observed address frame, it's
         // stored here
         let mut migration_observed_addr = None;
+        // pepkit: a TIMESTAMP frame applies to the ACK frames of its own packet.
+        self.timestamps.peer = None;
         for result in frame::Iter::new(payload)? {
             let frame = result?;
             qlog.frame(&frame);
@@ -5385,6 +5417,14 @@ impl Connection {
                             );
                         }
                     }
+                }
+                Frame::Timestamp(timestamp) => {
+                    if !self.timestamps.receive {
+                        return Err(TransportError::PROTOCOL_VIOLATION(
+                            "TIMESTAMP frame without enable_timestamp",
+                        ));
+                    }
+                    self.timestamps.peer = Some(timestamp.0.into_inner());
                 }
                 Frame::ImmediateAck => {
                     // This frame can only be sent in the Data space
@@ -6247,6 +6287,17 @@ impl Connection {
 
         // ACK
         if !scheduling_info.is_abandoned && scheduling_info.may_send_data {
+            // pepkit: TIMESTAMP before the ACKs of a 1-RTT packet (PEPKIT.md, item 13).
+            if self.timestamps.send
+                && space_id == SpaceId::Data
+                && space_has_keys
+                && space
+                    .number_spaces
+                    .values()
+                    .any(|pns| pns.pending_acks.can_send())
+            {
+                builder.write_frame(self.timestamps.frame(now), stats);
+            }
             for path_id in space
                 .number_spaces
                 .iter_mut()
@@ -6849,6 +6900,7 @@ impl Connection {
             }
         }
 
+        self.timestamps.negotiate(&params);
         self.peer_params = params;
         let peer_max_udp_payload_size =
             u16::try_from(self.peer_params.max_udp_payload_size.into_inner()).unwrap_or(u16::MAX);
@@ -7793,6 +7845,7 @@ impl SentFrames {
             ObservedAddr(_) => self.path_retransmits.observed_address = true,
             Ping(_) => self.non_retransmits = true,
             ImmediateAck(_) => self.non_retransmits = true,
+            Timestamp(_) => {}
             AckFrequency(_) => self.retransmits_mut().ack_frequency = true,
             PathChallenge(_) => self.non_retransmits = true,
             Crypto(crypto) => self.retransmits_mut().crypto.push_back(crypto),

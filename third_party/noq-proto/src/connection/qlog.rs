@@ -725,6 +725,16 @@ impl ToQlog for frame::HandshakeDone {
 }
 
 #[cfg(feature = "qlog")]
+impl ToQlog for frame::Timestamp {
+    fn to_qlog(&self) -> QuicFrame {
+        QuicFrame::Unknown {
+            frame_type_bytes: Some(frame::FrameType::Timestamp.to_u64()),
+            raw: None,
+        }
+    }
+}
+
+#[cfg(feature = "qlog")]
 impl ToQlog for frame::ImmediateAck {
     fn to_qlog(&self) -> QuicFrame {
         QuicFrame::ImmediateAck { raw: None }
@@ -1119,6 +1129,7 @@ impl Frame {
             Self::MaxPathId(f) => f.to_qlog(),
             Self::AckFrequency(f) => f.to_qlog(),
             Self::ImmediateAck => frame::ImmediateAck.to_qlog(),
+            Self::Timestamp(f) => f.to_qlog(),
             Self::ObservedAddr(f) => f.to_qlog(),
             Self::AddAddress(f) => f.to_qlog(),
             Self::ReachOut(f) => f.to_qlog(),

@@ -113,6 +113,8 @@ impl FrameStats {
             ConnectionClose | ApplicationClose => inc!(connection_close),
             AckFrequency => inc!(ack_frequency),
             ImmediateAck => inc!(immediate_ack),
+            // pepkit: not counted (FrameStats is public; PEPKIT.md item 13)
+            Timestamp => {}
             HandshakeDone => inc!(handshake_done),
             ObservedIpv4Addr | ObservedIpv6Addr => inc!(observed_addr),
             PathAbandon => inc!(path_abandon),

@@ -48,6 +48,7 @@ fn encode_frame<B: BufMut>(frame: &Frame, buf: &mut B) {
         Frame::Datagram(dg) => dg.encode(buf),
         Frame::AckFrequency(af) => af.encode(buf),
         Frame::ImmediateAck => ImmediateAck.encode(buf),
+        Frame::Timestamp(ts) => ts.encode(buf),
         Frame::HandshakeDone => HandshakeDone.encode(buf),
         Frame::ObservedAddr(oa) => oa.encode(buf),
         Frame::PathAbandon(pa) => pa.encode(buf),
