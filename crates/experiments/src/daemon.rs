@@ -238,6 +238,7 @@ pub fn run(
     }
     match system.on_testbed(&setup) {
         OnTestbed::Router => Ok(serde_json::Value::Null),
+        OnTestbed::Server(server) => Ok(server.run(stop, options.stats_every, log)?),
         OnTestbed::Service(service) => {
             let metrics = service.run(Arc::clone(stop), &|| {})?;
             Ok(serde_json::Value::Object(
@@ -283,6 +284,9 @@ fn fits(middle: &Middle, options: &RouterOptions, built: &OnTestbed) -> Result<(
         ),
         OnTestbed::Service(_) if given > 0 => usage(format!(
             "{kind} is a service of the kernel: --iface does not apply"
+        )),
+        OnTestbed::Server(_) if given > 0 => usage(format!(
+            "{kind} runs on sockets of its own: --iface does not apply (give --addr)"
         )),
         OnTestbed::Engine {
             placement: Placement::InPath,

@@ -51,6 +51,11 @@ pub(crate) struct Args {
     /// refused].
     #[arg(long, value_name = "RULE", value_parser = tunnel::AllowList::parse_rule)]
     allow: Vec<(IpAddr, std::ops::RangeInclusive<u16>)>,
+    /// Worker threads of a server that runs several (the tunnel server),
+    /// each with a socket of its own on the address [default: one per
+    /// core the daemon may run on].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
+    workers: Option<u8>,
     /// Enter this network namespace (`ip netns`) first.
     #[arg(long, value_name = "NAME")]
     netns: Option<String>,
@@ -134,6 +139,7 @@ pub(crate) fn run(args: &Args) -> ExitCode {
         site: Site {
             addr: args.addr,
             allow: args.allow.clone(),
+            workers: args.workers.map(usize::from),
         },
         seed: args.seed,
         stats_every: args.stats_every.map(Duration::from_secs_f64),

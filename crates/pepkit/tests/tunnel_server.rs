@@ -2,6 +2,7 @@
 //! beside our QUIC client, downloads through the daemon from a QUIC server
 //! it allows, in datagram mode and with TECC; a target it does not allow
 //! is refused with 403; SIGTERM stops it cleanly with its counters. The
+//! daemon runs two workers (whatever the machine's cores); the client's
 //! engines are the simulator's, driven in real time (`emu::HostDriver`).
 //! Real mode: skips without root (fails with `PEPKIT_REQUIRE_REAL=1`).
 
@@ -16,7 +17,7 @@ fn daemon(listen: &str, allow: &str, mode: &str) -> Child {
     let table = format!("{{ kind = \"tecc\", mode = \"{mode}\", tunnel_cc = \"none\" }}");
     Command::new(env!("CARGO_BIN_EXE_pepkit"))
         .args(["middle", &table, "--addr", listen, "--allow", allow])
-        .args(["--seed", "1", "--seconds", "60"])
+        .args(["--seed", "1", "--seconds", "60", "--workers", "2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -66,5 +67,7 @@ fn downloads_through_the_daemon_and_refuses_other_targets() {
         let counters: serde_json::Value = serde_json::from_str(counters.trim()).unwrap();
         assert_eq!(counters["system"]["tunnels"], 1, "{counters}");
         assert_eq!(counters["system"]["forbidden"], 1, "{counters}");
+        let workers = counters["system"]["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 2, "{counters}");
     }
 }

@@ -32,8 +32,9 @@ impl CidLog {
     }
 }
 
-/// Issues `tag (4 bytes) ‖ counter (4 bytes)`, the tag drawn from the seed,
-/// so two endpoints in one run issue different IDs. Not unlinkable, which
+/// Issues `tag (4 bytes) ‖ counter (4 bytes)`, the tag drawn from the seed
+/// (its first byte given instead, if the endpoint's configuration sets
+/// one), so two endpoints in one run issue different IDs. Not unlinkable, which
 /// RFC 9000 asks for on the Internet; fine in a simulator, and the
 /// difference is invisible to a middlebox that does not track CIDs.
 #[derive(Debug)]
@@ -49,8 +50,12 @@ impl CounterCidGenerator {
         seed: Seed,
         label: &str,
         log: Option<CidLog>,
+        first_byte: Option<u8>,
     ) -> Arc<dyn Fn() -> Box<dyn ConnectionIdGenerator> + Send + Sync> {
-        let tag = seed.rng(&format!("{label}/cid")).next_u32();
+        let mut tag = seed.rng(&format!("{label}/cid")).next_u32();
+        if let Some(byte) = first_byte {
+            tag = (tag & 0x00ff_ffff) | (u32::from(byte) << 24);
+        }
         Arc::new(move || {
             Box::new(CounterCidGenerator {
                 tag,

@@ -69,6 +69,10 @@ pub struct QuicConfig {
     pub cid_log: Option<crate::cid::CidLog>,
     /// Send a PING after this long without sending (default: never).
     pub keep_alive: Option<Duration>,
+    /// The first byte of every connection ID the endpoint issues (default:
+    /// the seed's): a server whose sockets are steered by connection ID
+    /// (one worker each) marks its IDs with its worker's index.
+    pub cid_first_byte: Option<u8>,
     /// Offer QUIC timestamps (draft-huitema-quic-ts's TIMESTAMP frame,
     /// noq-proto's `TransportConfig::enable_timestamps`; default off).
     /// When both endpoints offer them, each one's congestion controller
@@ -121,8 +125,16 @@ impl QuicConfig {
             datagram_send_buffer: None,
             cid_log: None,
             keep_alive: None,
+            cid_first_byte: None,
             timestamps: false,
         }
+    }
+
+    /// Issue connection IDs whose first byte is `byte`
+    /// ([`QuicConfig::cid_first_byte`]).
+    pub fn with_cid_first_byte(mut self, byte: u8) -> QuicConfig {
+        self.cid_first_byte = Some(byte);
+        self
     }
 
     /// Offer QUIC timestamps ([`QuicConfig::timestamps`]).

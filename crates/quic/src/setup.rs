@@ -78,6 +78,7 @@ impl EndpointSetup {
                 seed,
                 label,
                 config.cid_log.clone(),
+                config.cid_first_byte,
             ));
         let mut provider = rustls::crypto::ring::default_provider();
         provider.secure_random = SeededRandom::leak(seed, &format!("{label}/tls-random"));

@@ -106,6 +106,49 @@ impl ByteBudget {
     }
 }
 
+/// The connections every worker of a server serves together, against
+/// [`ServerLimits::max_connections`]: a worker takes a slot before it
+/// accepts a connection and gives it back when the connection closes, so
+/// that the total holds however the connections spread over workers.
+#[derive(Debug)]
+pub struct ConnectionSlots {
+    live: AtomicUsize,
+    max: usize,
+}
+
+impl ConnectionSlots {
+    /// `max` slots, shared.
+    pub fn shared(max: usize) -> Arc<ConnectionSlots> {
+        Arc::new(ConnectionSlots {
+            live: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// Takes a slot if one is free.
+    pub fn take(&self) -> bool {
+        self.live
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+                (live < self.max).then_some(live + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a slot back.
+    pub fn give_back(&self) {
+        let _ = self
+            .live
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+                live.checked_sub(1)
+            });
+    }
+
+    /// Slots taken now.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::Acquire)
+    }
+}
+
 /// The blocks of target-facing ports a server gives its connections: one
 /// block of `width` ports from `first_port` on to each established
 /// connection, the lowest free one first, back when it closes.
@@ -117,17 +160,30 @@ pub struct PortBlocks {
     free: std::collections::BTreeSet<u16>,
     /// The lowest block never given out.
     fresh: u16,
+    /// The number of blocks.
+    blocks: u16,
 }
 
 impl PortBlocks {
     /// Blocks of `width` ports from `first_port`, shared by a server's
     /// connections.
     pub fn shared(first_port: u16, width: u16) -> Arc<std::sync::Mutex<PortBlocks>> {
+        PortBlocks::shared_range(first_port, width, u16::MAX)
+    }
+
+    /// At most `blocks` blocks of `width` ports from `first_port` (a
+    /// worker's share of the port range).
+    pub fn shared_range(
+        first_port: u16,
+        width: u16,
+        blocks: u16,
+    ) -> Arc<std::sync::Mutex<PortBlocks>> {
         Arc::new(std::sync::Mutex::new(PortBlocks {
             first_port,
             width,
             free: std::collections::BTreeSet::new(),
             fresh: 0,
+            blocks,
         }))
     }
 
@@ -156,6 +212,9 @@ impl PortBlocks {
 
     /// The first port of block `index`, if the whole block fits.
     fn base(&self, index: u16) -> Option<u16> {
+        if index >= self.blocks {
+            return None;
+        }
         let base = self
             .first_port
             .checked_add(index.checked_mul(self.width)?)?;
@@ -166,6 +225,33 @@ impl PortBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_hold_the_total_across_takers() {
+        let slots = ConnectionSlots::shared(3);
+        let taken = std::thread::scope(|scope| {
+            let takers: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| (0..100).filter(|_| slots.take()).count()))
+                .collect();
+            takers.into_iter().map(|t| t.join().unwrap()).sum::<usize>()
+        });
+        assert_eq!(taken, 3);
+        assert_eq!(slots.live(), 3);
+        slots.give_back();
+        assert!(slots.take());
+        assert!(!slots.take());
+    }
+
+    #[test]
+    fn a_bounded_range_gives_out_its_blocks_only() {
+        let blocks = PortBlocks::shared_range(30_000, 16, 2);
+        let mut blocks = blocks.lock().unwrap();
+        assert_eq!(blocks.take(), Some(30_000));
+        assert_eq!(blocks.take(), Some(30_016));
+        assert_eq!(blocks.take(), None);
+        blocks.give_back(30_000);
+        assert_eq!(blocks.take(), Some(30_000));
+    }
 
     #[test]
     fn the_windows_are_the_smaller_of_the_limit_and_the_configuration() {

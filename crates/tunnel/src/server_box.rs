@@ -4,7 +4,7 @@
 //! port on the server's IP, and everything else that reaches the node is
 //! forwarded unchanged (the node still routes).
 
-use crate::limits::{ByteBudget, PortBlocks};
+use crate::limits::{ByteBudget, ConnectionSlots, PortBlocks};
 use crate::server::{ServerApp, ServerSample, ServerShared, ServerStats};
 use netsim::{Datagram, Interface, Middlebox, Time, Transmit};
 use quic::{ConnRecord, EmbeddedEndpoint, QuicConfig};
@@ -38,6 +38,9 @@ pub struct TunnelServer {
     blocks: Arc<Mutex<PortBlocks>>,
     /// What all connections hold, against the total limit.
     budget: Arc<ByteBudget>,
+    /// The connections served, against the limit (shared with the
+    /// server's other workers, if it has any).
+    slots: Arc<ConnectionSlots>,
     out: VecDeque<Transmit>,
     /// Datagrams forwarded unchanged (not for the tunnel server).
     passed: u64,
@@ -49,23 +52,44 @@ pub struct TunnelServer {
 impl TunnelServer {
     /// A server listening on `config.addr`.
     pub fn new(config: TunnelServerConfig) -> TunnelServer {
+        let slots = ConnectionSlots::shared(config.shared.limits.max_connections);
+        TunnelServer::sharing(config, ByteBudget::shared(), slots, u16::MAX)
+    }
+
+    /// One worker of a server: its connections' bytes count in `budget`
+    /// and their number in `slots`, both shared with the other workers;
+    /// it gives its connections at most `port_blocks` blocks of ports from
+    /// `config.first_port` on.
+    pub fn sharing(
+        config: TunnelServerConfig,
+        budget: Arc<ByteBudget>,
+        slots: Arc<ConnectionSlots>,
+        port_blocks: u16,
+    ) -> TunnelServer {
         let label = format!("tunnel-server/{}", config.addr);
         let quic = config.shared.limits.bound_windows(config.quic.clone());
         let mut endpoint = EmbeddedEndpoint::new(quic, config.addr, &label);
         endpoint.listen();
         endpoint.limit_handshakes(config.shared.limits.handshakes);
-        let blocks = PortBlocks::shared(config.first_port, config.shared.limits.max_tunnels);
+        let width = config.shared.limits.max_tunnels;
+        let blocks = PortBlocks::shared_range(config.first_port, width, port_blocks);
         TunnelServer {
             config,
             endpoint,
             ports: BTreeMap::new(),
             live: BTreeSet::new(),
             blocks,
-            budget: ByteBudget::shared(),
+            budget,
+            slots,
             out: VecDeque::new(),
             passed: 0,
             collected: None,
         }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.config.addr
     }
 
     /// Each connection's counters, in order of arrival.
@@ -117,14 +141,21 @@ impl TunnelServer {
         (self.budget.held(), self.budget.peak())
     }
 
+    /// The server's handle on the connection limit (shared by its
+    /// workers).
+    pub fn connection_slots(&self) -> &Arc<ConnectionSlots> {
+        &self.slots
+    }
+
     fn accept(&mut self, now: Time, datagram: Datagram) {
         let shared = &self.config.shared;
-        let live = self.live.len();
-        let (budget, blocks) = (&self.budget, &self.blocks);
+        let (budget, blocks, slots) = (&self.budget, &self.blocks, &self.slots);
+        let mut reserved = false;
         let mut accept = || {
-            if live >= shared.limits.max_connections {
+            if !slots.take() {
                 return None;
             }
+            reserved = true;
             let app = ServerApp::new(shared.clone(), []);
             Some(
                 app.with_budget(budget.clone())
@@ -132,8 +163,13 @@ impl TunnelServer {
             )
         };
         self.endpoint.handle_datagram(now, datagram, &mut accept);
-        if let Some(id) = self.endpoint.take_accepted() {
-            self.live.insert(id);
+        match self.endpoint.take_accepted() {
+            Some(id) => {
+                self.live.insert(id);
+            }
+            // The Initial failed: the slot taken for it is free again.
+            None if reserved => self.slots.give_back(),
+            None => {}
         }
     }
 
@@ -141,7 +177,9 @@ impl TunnelServer {
     /// queues, their ports.
     fn release_closed(&mut self) {
         for id in self.endpoint.take_closed() {
-            self.live.remove(&id);
+            if self.live.remove(&id) {
+                self.slots.give_back();
+            }
             if let Some(app) = self.endpoint.app_mut(id) {
                 for (port, _) in app.tunnel_ports() {
                     self.ports.remove(&port);

@@ -17,7 +17,7 @@ mod syscalls;
 pub use clock::{Anchor, RealClock};
 pub use process::{Finished, Process};
 pub use syscalls::{
-    PacketSocket, PacketSocketStats, PollFd, RecvBatch, SendBatch, enter_netns, interface_index,
-    pin_thread, poll, send_signal, set_realtime, thread_cpu_time, thread_cpus, udp_recv_batch,
-    udp_send_batch,
+    MAX_SEGMENTS, PacketSocket, PacketSocketStats, PollFd, RecvBatch, SendBatch, enter_netns,
+    interface_index, pin_thread, poll, send_signal, set_realtime, thread_cpu_time, thread_cpus,
+    udp_recv_batch, udp_send_batch, udp_send_segments, udp_steered_by_cid,
 };

@@ -9,6 +9,10 @@
 //! that outlive the call; errors come back as `io::Error`.
 #![allow(unsafe_code)]
 
+mod steer;
+
+pub use steer::{MAX_SEGMENTS, udp_send_segments, udp_steered_by_cid};
+
 use std::ffi::CString;
 use std::fs::File;
 use std::io;

@@ -17,6 +17,7 @@ mod settings;
 mod sidekick;
 mod split;
 mod tecc;
+mod tecc_daemon;
 mod tecc_limits;
 
 pub use pemi::{PEMI_PROBE, PemiSettings};
@@ -283,6 +284,9 @@ pub struct Site {
     /// Where the system may lead traffic (the tunnel server's targets):
     /// an address and a range of ports each.
     pub allow: Vec<(IpAddr, RangeInclusive<u16>)>,
+    /// Worker threads of a server with several (the tunnel server;
+    /// `None`: one per core the daemon may run on).
+    pub workers: Option<usize>,
 }
 
 /// A trial as a system sees it while its engine is built — or, with
@@ -332,6 +336,9 @@ pub(crate) enum OnTestbed {
     },
     /// A service of the node's own kernel (the split TCP PEP).
     Service(Box<dyn Service>),
+    /// A server on sockets of its own with worker threads of its own (the
+    /// tunnel server as a router's daemon).
+    Server(Box<dyn Server>),
 }
 
 /// Where an engine runs on a real node.
@@ -389,6 +396,19 @@ pub(crate) trait Service: Send {
         stop: Arc<AtomicBool>,
         ready: &dyn Fn(),
     ) -> Result<Vec<(String, f64)>, String>;
+}
+
+/// A server a router's daemon runs on threads of its own.
+pub(crate) trait Server: Send {
+    /// Runs in the calling thread's network namespace until `stop`,
+    /// writing its counters to `log` every `every` (as the middlebox
+    /// driver's daemons do); returns its counters.
+    fn run(
+        self: Box<Self>,
+        stop: &AtomicBool,
+        every: Option<std::time::Duration>,
+        log: &mut dyn std::io::Write,
+    ) -> Result<serde_json::Value, String>;
 }
 
 /// A middle system's behaviour. The provided methods describe a system

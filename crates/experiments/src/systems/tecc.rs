@@ -17,6 +17,7 @@
 //! ```
 
 use super::settings::settings;
+use super::tecc_daemon::{TunnelDaemon, server_counters};
 use super::tecc_limits::TunnelLimits;
 use super::{
     Facts, Feeds, OnTestbed, Placement, Problem, ServedClient, System, TrialSetup, client_as,
@@ -231,18 +232,18 @@ impl Tecc {
         tunnel::outer_config(base, self.outer_payload)
     }
 
-    /// The tunnel server engine on `addr` (logging its secrets and qlog
-    /// where `quic` does), allowing `allow`, sampling its
+    /// The tunnel server's configuration on `addr` (logging its secrets
+    /// and qlog where `quic` does), allowing `allow`, sampling its
     /// sending state every `sample_interval` if given.
-    fn server(
+    fn server_config(
         &self,
         quic: &QuicConfig,
         seed: Seed,
         addr: SocketAddr,
         allow: AllowList,
         sample_interval: Option<std::time::Duration>,
-    ) -> TunnelServer {
-        TunnelServer::new(TunnelServerConfig {
+    ) -> TunnelServerConfig {
+        TunnelServerConfig {
             addr,
             quic: super::observed(self.outer_quic(seed.derive("tunnel-server")), quic),
             shared: ServerShared {
@@ -253,7 +254,7 @@ impl Tecc {
                 limits: self.limits.server_limits().unwrap_or_default(),
             },
             first_port: FIRST_PORT,
-        })
+        }
     }
 }
 
@@ -361,23 +362,26 @@ impl System for Tecc {
     }
 
     fn middlebox(&self, trial: &TrialSetup<'_>) -> Option<Box<dyn Middlebox>> {
-        Some(Box::new(self.server(
-            trial.quic,
-            trial.seed,
-            TUNNEL_SERVER,
-            allow_list(trial),
-            trial.quic.sample_interval,
-        )))
+        let (quic, allow) = (trial.quic, allow_list(trial));
+        let config =
+            self.server_config(quic, trial.seed, TUNNEL_SERVER, allow, quic.sample_interval);
+        Some(Box::new(TunnelServer::new(config)))
     }
 
     fn on_testbed(&self, trial: &TrialSetup<'_>) -> OnTestbed {
         // A server on sockets of its own: its address and the ports it
         // reaches targets from (16 per client connection).
         let addr = trial.own_addr(TUNNEL_SERVER);
+        let server = self.server_config(trial.quic, trial.seed, addr, allow_list(trial), None);
+        if let Some(site) = trial.router {
+            // A router's daemon: its own workers, one per core.
+            let workers = site.workers.unwrap_or_else(tunnel::available_cores);
+            return OnTestbed::Server(Box::new(TunnelDaemon::new(server, workers)));
+        }
         let mut local = vec![addr];
         local.extend((0..TESTBED_PORTS).map(|i| SocketAddr::new(addr.ip(), FIRST_PORT + i)));
         OnTestbed::Engine {
-            engine: Box::new(self.server(trial.quic, trial.seed, addr, allow_list(trial), None)),
+            engine: Box::new(TunnelServer::new(server)),
             placement: Placement::OwnSockets,
             local,
         }
@@ -403,17 +407,7 @@ impl System for Tecc {
         let Some(server) = engine_as::<TunnelServer>(Some(engine)) else {
             return serde_json::Value::Null;
         };
-        let stats = server.stats();
-        let sum = |f: fn(&tunnel::ServerStats) -> u64| stats.iter().map(f).sum::<u64>();
-        serde_json::json!({
-            "connections": stats.len(),
-            "tunnels": sum(|s| s.tunnels),
-            "refused": sum(|s| s.refused),
-            "forbidden": sum(|s| s.forbidden),
-            "to_targets": sum(|s| s.to_targets),
-            "from_targets": sum(|s| s.from_targets),
-            "retransmitted": sum(|s| s.sender.retransmitted),
-        })
+        server_counters(&server.stats())
     }
 
     fn collect(&self, engine: Option<&dyn Middlebox>, result: &mut TrialResult) {

@@ -70,6 +70,7 @@ impl RunningMiddle {
                 Ok(RunningMiddle::Engine(thread, stop))
             }
             OnTestbed::Service(service) => start_service(testbed, at, service, stop),
+            OnTestbed::Server(_) => Err("middle: a router's server runs only as a daemon".into()),
         }
     }
 
