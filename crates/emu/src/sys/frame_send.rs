@@ -9,7 +9,7 @@
 //! values that outlive the call.
 #![allow(unsafe_code)]
 
-use super::syscalls::{SendBatch, interface_index, send_mmsg};
+use super::syscalls::{SendBatch, interface_index, send_mmsg, set_int_option};
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -51,17 +51,7 @@ impl FrameSender {
         }
         let size = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
         for option in [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF] {
-            // SAFETY: `size` is a c_int that lives for the call.
-            let ret = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    option,
-                    (&size as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if ret == 0 {
+            if set_int_option(fd.as_fd(), libc::SOL_SOCKET, option, size).is_ok() {
                 break;
             }
         }

@@ -267,17 +267,7 @@ impl PacketSocket {
     }
 
     fn set_int(&self, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
-        // SAFETY: `value` is a c_int that lives for the call.
-        check(unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                level,
-                name,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })?;
-        Ok(())
+        set_int_option(self.fd.as_fd(), level, name, value)
     }
 
     /// Receives up to `batch.capacity()` frames without blocking
@@ -402,6 +392,26 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
         }
         _ => None,
     }
+}
+
+/// Sets an integer socket option (`setsockopt`).
+pub(super) fn set_int_option(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `value` is a c_int that lives for the call.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
 }
 
 /// `sendmmsg` of `messages` on `fd`, to `dsts` (one per message) or to
