@@ -90,16 +90,32 @@ pub enum BulkDirection {
     Download,
 }
 
+impl BulkDirection {
+    /// The side that sends the data.
+    pub(crate) fn data_sender(self) -> Side {
+        match self {
+            BulkDirection::Upload => Side::Client,
+            BulkDirection::Download => Side::Server,
+        }
+    }
+
+    /// A client's and a server's things as (the data sender's, the
+    /// receiver's).
+    pub(crate) fn sender_first<T>(self, client: T, server: T) -> (T, T) {
+        match self {
+            BulkDirection::Upload => (client, server),
+            BulkDirection::Download => (server, client),
+        }
+    }
+}
+
 /// The server of a bulk transfer, whether or not it holds back its ACKs.
 type Server = QuicServer<BulkServerFactory>;
 
 impl WorkloadKind for Bulk {
     fn traits(&self) -> Traits {
         Traits {
-            data_sender: match self.direction {
-                BulkDirection::Upload => Side::Client,
-                BulkDirection::Download => Side::Server,
-            },
+            data_sender: self.direction.data_sender(),
             quic: true,
             flows: true,
             server_opens_streams: false,

@@ -10,7 +10,7 @@
 //! the send time it carries.
 
 use super::{
-    BulkDirection, FlowOutcome, FlowSetup, FlowView, Hosts, Side, Traits, WorkloadKind, downcast,
+    BulkDirection, FlowOutcome, FlowSetup, FlowView, Hosts, Traits, WorkloadKind, downcast,
 };
 use crate::figure::Plot;
 use crate::outcome::{TrialResult, millis};
@@ -90,10 +90,7 @@ impl TryFrom<RawUdpProbe> for UdpProbe {
 impl WorkloadKind for UdpProbe {
     fn traits(&self) -> Traits {
         Traits {
-            data_sender: match self.direction {
-                BulkDirection::Upload => Side::Client,
-                BulkDirection::Download => Side::Server,
-            },
+            data_sender: self.direction.data_sender(),
             quic: false,
             flows: true,
             server_opens_streams: false,
@@ -106,31 +103,18 @@ impl WorkloadKind for UdpProbe {
     }
 
     fn endpoints(&self, setup: &FlowSetup) -> Hosts {
-        let (from, to) = match self.direction {
-            BulkDirection::Upload => (setup.client, setup.server),
-            BulkDirection::Download => (setup.server, setup.client),
-        };
+        let (from, to) = self.direction.sender_first(setup.client, setup.server);
         let start = Time::ZERO + setup.start;
-        let sender = Box::new(ProbeSender::new(self, from, to, start));
-        let echoer = Box::new(ProbeEchoer::default());
-        match self.direction {
-            BulkDirection::Upload => Hosts {
-                client: sender,
-                server: echoer,
-            },
-            BulkDirection::Download => Hosts {
-                client: echoer,
-                server: sender,
-            },
-        }
+        let sender: Box<dyn Host> = Box::new(ProbeSender::new(self, from, to, start));
+        let echoer: Box<dyn Host> = Box::new(ProbeEchoer::default());
+        // Its own inverse: (sender, echoer) ordered as (client, server).
+        let (client, server) = self.direction.sender_first(sender, echoer);
+        Hosts { client, server }
     }
 
     fn collect(&self, view: &FlowView<'_>, result: &mut TrialResult) -> FlowOutcome {
         let names = view.names;
-        let (sender, echoer) = match self.direction {
-            BulkDirection::Upload => (view.client, view.server),
-            BulkDirection::Download => (view.server, view.client),
-        };
+        let (sender, echoer) = self.direction.sender_first(view.client, view.server);
         let (Some(sender), Some(echoer)) = (
             downcast::<ProbeSender>(sender, "sender", result),
             downcast::<ProbeEchoer>(echoer, "echoer", result),
@@ -472,6 +456,6 @@ mod tests {
         }
         let probe = probe("rate = \"1Mbit/s\"\nduration = \"1s\"");
         assert_eq!(probe.packet, Bytes(1500));
-        assert_eq!(probe.traits().data_sender, Side::Server);
+        assert_eq!(probe.traits().data_sender, crate::workloads::Side::Server);
     }
 }
