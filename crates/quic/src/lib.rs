@@ -192,7 +192,7 @@ pub use media::{
     DelaySummary, MEDIA_DATA_LEN, MEDIA_ID_OFFSET, MEDIA_NACK_LEN, MediaConfig, MediaReceiver,
     MediaReceiverStats, MediaSender, MediaSenderStats, MediaTransmission, MediaWireError,
 };
-pub use metrics::{ConnRecord, ConnStats, DELIVERY_BIN, DeliveryLog, RttLog, Sample};
+pub use metrics::{ConnRecord, ConnStats, DELIVERY_BIN, DeliveryLog, RttLog, Sample, nearest_rank};
 pub use probe::PacketEvent;
 #[cfg(feature = "qlog")]
 pub use qlog::QlogSet;

@@ -169,6 +169,13 @@ impl RttLog {
     }
 }
 
+/// The nearest-rank percentile `p` (0–100) of sorted values: the value at
+/// rank ⌈p/100 · n⌉ (at least the first); `None` if there are none.
+pub fn nearest_rank(sorted: &[Duration], p: u64) -> Option<Duration> {
+    let rank = (p as usize * sorted.len()).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
 /// The width of a [`DeliveryLog`]'s bins.
 pub const DELIVERY_BIN: Duration = Duration::from_millis(100);
 
@@ -252,6 +259,17 @@ mod tests {
         let p = log.percentiles(&[50.0, 95.0, 100.0]);
         assert_eq!(p, [55, 96, 100].map(Duration::from_millis));
         assert!(log.timed().is_empty(), "send times only when asked");
+    }
+
+    #[test]
+    fn nearest_rank_takes_the_value_at_the_rounded_up_rank() {
+        let sorted: Vec<Duration> = (1..=10).map(Duration::from_millis).collect();
+        let at = |p| nearest_rank(&sorted, p).map(|d| d.as_millis());
+        assert_eq!(
+            [at(0), at(50), at(51), at(95), at(100)],
+            [1, 5, 6, 10, 10].map(Some)
+        );
+        assert_eq!(nearest_rank(&[], 50), None);
     }
 
     #[test]

@@ -36,6 +36,7 @@
 
 use crate::app::{App, AppFactory};
 use crate::client::QuicClient;
+use crate::metrics::nearest_rank;
 use crate::session::{Session, StreamId};
 use crate::timed::AppTimer;
 #[cfg(doc)]
@@ -354,15 +355,6 @@ pub struct RtcReport {
     pub jitter_rfc3550: Duration,
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted values; zero if empty.
-fn nearest_rank(sorted: &[Duration], p: u64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = (p * sorted.len() as u64).div_ceil(100).max(1);
-    sorted[(rank - 1) as usize]
-}
-
 fn sorted(values: &[Duration]) -> Vec<Duration> {
     let mut values = values.to_vec();
     values.sort();
@@ -415,14 +407,14 @@ impl RtcReport {
         let sorted_jitter = sorted(&jitter);
         Some(RtcReport {
             expected,
-            delay_p50: nearest_rank(&sorted_delays, 50),
-            delay_p95: nearest_rank(&sorted_delays, 95),
-            delay_p99: nearest_rank(&sorted_delays, 99),
+            delay_p50: nearest_rank(&sorted_delays, 50)?,
+            delay_p95: nearest_rank(&sorted_delays, 95)?,
+            delay_p99: nearest_rank(&sorted_delays, 99)?,
             delay_max: *sorted_delays.last()?,
             jitter_mean,
-            jitter_p50: nearest_rank(&sorted_jitter, 50),
-            jitter_p95: nearest_rank(&sorted_jitter, 95),
-            jitter_p99: nearest_rank(&sorted_jitter, 99),
+            jitter_p50: nearest_rank(&sorted_jitter, 50).unwrap_or_default(),
+            jitter_p95: nearest_rank(&sorted_jitter, 95).unwrap_or_default(),
+            jitter_p99: nearest_rank(&sorted_jitter, 99).unwrap_or_default(),
             jitter_rfc3550: Duration::from_nanos(running as u64),
             frames,
             delays,

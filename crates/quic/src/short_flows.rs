@@ -22,6 +22,7 @@
 
 use crate::app::{App, AppFactory};
 use crate::client::QuicClient;
+use crate::metrics::nearest_rank;
 use crate::session::{Session, StreamError, StreamId};
 use crate::timed::AppTimer;
 #[cfg(doc)]
@@ -422,14 +423,6 @@ pub struct ShortFlowsReport {
     pub max: Duration,
 }
 
-/// The nearest-rank percentile `p` (0–100) of sorted values: the value at
-/// rank `ceil(p / 100 · n)`.
-fn nearest_rank(sorted: &[Duration], p: u64) -> Duration {
-    let n = sorted.len() as u64;
-    let rank = (p * n).div_ceil(100).max(1);
-    sorted[(rank - 1) as usize]
-}
-
 impl ShortFlowsReport {
     /// The report of the client's flows, if all of them completed with
     /// their full response.
@@ -458,9 +451,9 @@ impl ShortFlowsReport {
         let mean = Duration::from_nanos((total / fcts.len() as u128) as u64);
         Some(ShortFlowsReport {
             mean,
-            p50: nearest_rank(&sorted, 50),
-            p95: nearest_rank(&sorted, 95),
-            p99: nearest_rank(&sorted, 99),
+            p50: nearest_rank(&sorted, 50)?,
+            p95: nearest_rank(&sorted, 95)?,
+            p99: nearest_rank(&sorted, 99)?,
             max: *sorted.last()?,
             flows,
             fcts,

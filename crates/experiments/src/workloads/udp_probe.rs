@@ -16,6 +16,7 @@ use crate::figure::Plot;
 use crate::outcome::{TrialResult, millis};
 use crate::units::{BitRate, Bytes, Span};
 use netsim::{Datagram, Host, Time};
+use quic::nearest_rank;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -160,12 +161,6 @@ impl WorkloadKind for UdpProbe {
             title: None,
         }]
     }
-}
-
-/// The value at rank ⌈p/100 · n⌉ of sorted values.
-fn nearest_rank(sorted: &[Duration], p: u64) -> Option<Duration> {
-    let rank = (p as usize * sorted.len()).div_ceil(100).max(1);
-    sorted.get(rank - 1).copied()
 }
 
 /// The probe's sending end: datagram `k` (from 0) leaves at `start` plus
