@@ -3,9 +3,9 @@
 //! by the receiver, so that every echoed datagram gives one RTT sample.
 //! No congestion control, no retransmission, no QUIC.
 //!
-//! Each datagram starts with a 16-byte header, its sequence number and
-//! its send time in nanoseconds (big-endian `u64`s), padded with zeros to
-//! the configured size; the receiver answers each with the header alone.
+//! Each datagram starts with the simulator's 16-byte [`Probe`] header, its
+//! sequence number and its send time, padded with zeros to the configured
+//! size; the receiver answers each with the header alone.
 //! The sender's RTT sample of a datagram is the echo's arrival time minus
 //! the send time it carries.
 
@@ -15,6 +15,7 @@ use super::{
 use crate::figure::Plot;
 use crate::outcome::{TrialResult, millis};
 use crate::units::{BitRate, Bytes, Span};
+use netsim::testing::Probe;
 use netsim::{Datagram, Host, Time};
 use quic::nearest_rank;
 use serde::{Deserialize, Serialize};
@@ -56,10 +57,9 @@ fn download() -> BulkDirection {
     BulkDirection::Download
 }
 
-/// The header every probe datagram starts with, and every echo is.
-const HEADER: usize = 16;
-/// UDP and IPv6 headers: a packet must hold them and the probe header.
-const SMALLEST: u64 = 48 + HEADER as u64;
+/// UDP and IPv6 headers: a packet must hold them and the [`Probe`] header
+/// every probe datagram starts with (and every echo is).
+const SMALLEST: u64 = 48 + Probe::LEN as u64;
 /// The largest packet (a jumbo frame's).
 const LARGEST: u64 = 9000;
 
@@ -252,24 +252,14 @@ impl ProbeSender {
     }
 }
 
-/// Sequence number and send time from the start of a probe payload.
-fn header(payload: &[u8]) -> Option<(u64, Time)> {
-    let seq = payload.get(0..8)?.try_into().ok()?;
-    let sent = payload.get(8..HEADER)?.try_into().ok()?;
-    Some((
-        u64::from_be_bytes(seq),
-        Time::from_nanos(u64::from_be_bytes(sent)),
-    ))
-}
-
 impl Host for ProbeSender {
     fn handle_datagram(&mut self, now: Time, datagram: Datagram) {
         // Anything but an echo of a datagram it sent is ignored.
-        if let Some((seq, sent)) = header(&datagram.payload)
+        if let Some(Probe { seq, sent_at }) = Probe::decode(&datagram.payload)
             && seq < self.sent
-            && sent <= now
+            && sent_at <= now
         {
-            self.samples.push((sent, now - sent));
+            self.samples.push((sent_at, now - sent_at));
         }
     }
 
@@ -283,11 +273,12 @@ impl Host for ProbeSender {
         if self.sent >= self.count || self.due(self.sent) > now {
             return None;
         }
-        let mut payload = Vec::with_capacity(self.payload);
-        payload.extend_from_slice(&self.sent.to_be_bytes());
-        payload.extend_from_slice(&now.as_nanos().to_be_bytes());
-        payload.resize(self.payload, 0);
+        let probe = Probe {
+            seq: self.sent,
+            sent_at: now,
+        };
         self.sent += 1;
+        let payload = probe.encode(self.payload);
         Some(Datagram::new(self.local, self.peer, payload))
     }
 
@@ -315,9 +306,9 @@ pub(crate) struct ProbeEchoer {
 
 impl Host for ProbeEchoer {
     fn handle_datagram(&mut self, _now: Time, datagram: Datagram) {
-        if datagram.payload.len() >= HEADER {
+        if datagram.payload.len() >= Probe::LEN {
             self.echoed += 1;
-            let echo = datagram.reply(datagram.payload.slice(..HEADER));
+            let echo = datagram.reply(datagram.payload.slice(..Probe::LEN));
             self.replies.push_back(echo);
         }
     }
